@@ -1,0 +1,55 @@
+# Every target sets itself up: a virtual environment in .venv with pinned installs
+# (torch==2.13.0 first, CPU wheel; then the package with constraints.txt).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CLI := $(VENV)/bin/finetasks-afr
+STAMP := $(VENV)/.installed
+SCORES ?=
+OUT ?= out/selection
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export MPLBACKEND ?= Agg
+
+.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check analysis finetasks_afr tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+## The test command of the README and of CI: lint, types, then every test (slow ones included).
+test: lint typecheck
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow"
+
+## Select the fine tasks per language: the bundled sweep, or SCORES=path.parquet|csv|lm-eval dir.
+select-tasks: install
+	$(CLI) select $(SCORES) --out $(OUT)
+
+aggregate: install
+	$(CLI) aggregate $(or $(SCORES),finetasks_afr/data/bundled_sweep.parquet) --out out/aggregate
+
+## Regenerate the bundled (simulated) sweep.
+simulate: install
+	$(CLI) simulate --out finetasks_afr/data/bundled_sweep.parquet
+
+bench: install
+	$(PY) bench/bench_analysis.py
+
+clean:
+	rm -rf out .pytest_cache .mypy_cache .ruff_cache
