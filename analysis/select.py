@@ -1,0 +1,259 @@
+"""Criteria -> decisions -> suites: which (task, metric) to keep per language, and why.
+
+Each (task, fewshot, metric) row of the signal frame is checked against the thresholds of the config.
+Per task, the metric (and few-shot setting) that passes with the best margin is chosen; per language and
+suite (cf, mcf) the kept tasks are grouped by category, and a missing category is flagged with the best
+failing candidate. Every decision carries its reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from analysis.config import Config
+from analysis.io import atomic_write_text, write_csv_atomic
+
+CATEGORY_TITLES = {
+    "GK": "General Knowledge",
+    "RC": "Reading Comprehension",
+    "RES": "Reasoning",
+    "NLU": "Natural Language Understanding",
+    "GEN": "Generative",
+}
+# Which formulations each published suite list holds; generative and perplexity tasks go in both.
+SUITE_FORMULATIONS = {"cf": ("CF", "GEN", "PPL"), "mcf": ("MCF", "HYBRID", "GEN", "PPL")}
+DECISION_COLUMNS = (
+    "task", "fewshot", "metric", "language", "category", "formulation", "benchmark", "random_baseline",
+    "monotonicity", "monotonicity_ci_low", "monotonicity_ci_high", "monotonicity_n_constant",
+    "monotonicity_ai2",
+    "snr", "snr_kind", "snr_ci_low", "snr_ci_high", "snr_seed", "avg_std", "snr_checkpoint",
+    "non_random_distance", "non_random_sigmas", "three_sigma", "three_sigma_kind",
+    "consistency", "consistency_ci_low", "consistency_ci_high", "consistency_n_pairs",
+    "decision_accuracy", "decision_step",
+    "monotonicity_min", "snr_min", "sigma_min",
+    "monotonicity_pass", "snr_pass", "non_random_pass", "passes", "margin", "chosen", "kept", "reason",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CoverageFlag:
+    """A (language, suite) with no kept task in a category, and the best failing candidate."""
+
+    language: str
+    suite: str
+    category: str
+    candidate: str | None
+    candidate_reason: str
+
+    def describe(self) -> str:
+        if self.candidate is None:
+            return f"{self.language} {self.suite}: no {self.category} task in the table"
+        return (
+            f"{self.language} {self.suite}: no {self.category} task kept; "
+            f"best failing candidate {self.candidate} ({self.candidate_reason})"
+        )
+
+
+@dataclass
+class Selection:
+    """The outcome of `select`: one decision row per (task, fewshot, metric), suites and coverage flags."""
+
+    decisions: pl.DataFrame
+    suites: dict[tuple[str, str], str] = field(default_factory=dict)  # (suite, language) -> file text
+    coverage: list[CoverageFlag] = field(default_factory=list)
+
+    @property
+    def kept(self) -> pl.DataFrame:
+        return self.decisions.filter(pl.col("kept"))
+
+
+def select(signal: pl.DataFrame, config: Config) -> Selection:
+    """Apply the thresholds, choose a metric per task, build suites and coverage flags."""
+    decisions = _choose(_judge(signal, config), config)
+    suites = {key: text for key, text in _suites(decisions, config).items() if text}
+    return Selection(decisions=decisions, suites=suites, coverage=_coverage(decisions, config))
+
+
+# ----------------------------------------------------------------------------------------- criteria
+
+
+def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Pass / fail / not measurable (null) per criterion, and a normalised margin per criterion."""
+    mono_min, sigma = config.monotonicity.min, config.non_random.sigma
+    exempt = pl.col("formulation").is_in(list(config.snr.exempt_formulations))
+    snr_min = pl.when(pl.col("snr_kind") == "checkpoint").then(config.snr.checkpoint_min).otherwise(config.snr.min)
+    judged = signal.with_columns(
+        pl.lit(mono_min).alias("monotonicity_min"),
+        snr_min.alias("snr_min"),
+        pl.lit(sigma).alias("sigma_min"),
+        (pl.col("monotonicity") >= mono_min).alias("monotonicity_pass"),
+        pl.when(exempt).then(pl.lit(True)).otherwise(pl.col("snr") >= snr_min).alias("snr_pass"),
+        pl.col("three_sigma").alias("non_random_pass"),
+        (pl.col("consistency") > 0).alias("consistency_pass"),
+        # normalised margins: 0 at the threshold, capped at 1 ("comfortably passing")
+        ((pl.col("monotonicity") - mono_min) / (1 - mono_min)).clip(upper_bound=1).alias("m_monotonicity"),
+        pl.when(exempt).then(None).otherwise((pl.col("snr") / snr_min - 1).clip(upper_bound=1)).alias("m_snr"),
+        ((pl.col("non_random_sigmas") - sigma) / sigma).clip(upper_bound=1).alias("m_non_random"),
+        pl.col("consistency").clip(upper_bound=1).alias("m_consistency"),
+    )
+    required = list(config.selection.require)
+    passes = pl.all_horizontal([pl.col(f"{c}_pass").fill_null(False) for c in required])
+    # the weakest required criterion sets the margin; a not-measurable one counts as -1
+    margin = pl.min_horizontal(
+        [
+            pl.when(pl.col(f"{c}_pass").is_null()).then(-1.0).otherwise(pl.col(f"m_{c}").fill_null(1.0))
+            for c in required
+        ]
+    )
+    return judged.with_columns(passes.alias("passes"), margin.fill_nan(-1.0).alias("margin"))
+
+
+def _choose(judged: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Per task: the passing (fewshot, metric) with the best margin, then consistency, then preference."""
+    preference = {m: i for i, m in enumerate(config.selection.metric_preference)}
+    ranked = judged.with_columns(
+        pl.col("metric")
+        .map_elements(lambda m: _preference_rank(m, preference), return_dtype=pl.Int64)
+        .alias("preference"),
+    ).sort(
+        ["task", "passes", "margin", "consistency", "preference", "fewshot", "metric"],
+        descending=[False, True, True, True, False, False, False],
+        nulls_last=True,
+    )
+    ranked = ranked.with_columns((pl.int_range(pl.len()).over("task") == 0).alias("chosen"))
+    ranked = ranked.with_columns((pl.col("chosen") & pl.col("passes")).alias("kept"))
+    reasons = [_row_reason(row, config) for row in ranked.iter_rows(named=True)]
+    out = ranked.with_columns(pl.Series("reason", reasons, dtype=pl.String))
+    return out.select([c for c in DECISION_COLUMNS if c in out.columns]).sort(["language", "task", "fewshot", "metric"])
+
+
+def _preference_rank(metric: str, preference: dict[str, int]) -> int:
+    """Position in the preference list; `f1_yor` and `exact_match_yor_prefix` match `f1` / `exact_match`."""
+    for name, rank in preference.items():
+        if metric == name or metric.startswith(name + "_"):
+            return rank
+    return len(preference)
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.{digits}f}"
+
+
+def criterion_texts(row: dict, config: Config) -> dict[str, tuple[bool | None, str]]:
+    """Each criterion's verdict and a one-phrase explanation with the value and the threshold."""
+    snr_kind = row.get("snr_kind") or "seed"
+    texts: dict[str, tuple[bool | None, str]] = {}
+    mono = row["monotonicity"]
+    texts["monotonicity"] = (
+        row["monotonicity_pass"],
+        f"monotonicity {_fmt(mono)} {'>=' if row['monotonicity_pass'] else '<'} {config.monotonicity.min}"
+        if mono is not None
+        else (row.get("monotonicity_reason") or "monotonicity not measurable"),
+    )
+    if row["formulation"] in config.snr.exempt_formulations:
+        texts["snr"] = (True, f"snr exempt ({row['formulation']})")
+    elif row["snr"] is None:
+        texts["snr"] = (None, row.get("snr_reason") or "snr not measurable")
+    else:
+        op = ">=" if row["snr_pass"] else "<"
+        texts["snr"] = (row["snr_pass"], f"snr {_fmt(row['snr'], 1)} {op} {_fmt(row['snr_min'], 1)} ({snr_kind})")
+    sigmas = row["non_random_sigmas"]
+    texts["non_random"] = (
+        row["non_random_pass"],
+        f"{_fmt(sigmas, 1)} sigma above random {'>' if row['non_random_pass'] else '<='} {config.non_random.sigma:g}"
+        f" ({row.get('three_sigma_kind')})"
+        if sigmas is not None
+        else (row.get("non_random_reason") or "non-randomness not measurable"),
+    )
+    cons = row["consistency"]
+    texts["consistency"] = (
+        None if cons is None else cons > 0,
+        f"consistency {_fmt(cons)}" if cons is not None else (row.get("consistency_reason") or "n/a"),
+    )
+    return texts
+
+
+def _row_reason(row: dict, config: Config) -> str:
+    texts = criterion_texts(row, config)
+    required = config.selection.require
+    failing = [texts[c][1] for c in required if texts[c][0] is not True]
+    if row["kept"]:
+        shown = "; ".join(texts[c][1] for c in required)
+        return f"kept: {shown}; margin {_fmt(row['margin'])}; {texts['consistency'][1]}"
+    if row["passes"]:
+        return "passes, but another metric or few-shot setting of this task has a better margin"
+    prefix = "dropped" if row["chosen"] else "fails"
+    return f"{prefix}: " + "; ".join(failing)
+
+
+# ------------------------------------------------------------------------------------------- suites
+
+
+def suite_of(formulation: str) -> list[str]:
+    """The suite lists ('cf', 'mcf') a task of this formulation belongs to."""
+    return [suite for suite, forms in SUITE_FORMULATIONS.items() if formulation in forms]
+
+
+def _suites(decisions: pl.DataFrame, config: Config) -> dict[tuple[str, str], str]:
+    """lighteval task-list text per (suite, language), grouped under `# Title (CAT)` headers."""
+    kept = decisions.filter(pl.col("kept"))
+    out: dict[tuple[str, str], str] = {}
+    for suite, formulations in SUITE_FORMULATIONS.items():
+        in_suite = kept.filter(pl.col("formulation").is_in(list(formulations)))
+        for language in sorted(decisions.get_column("language").unique().to_list()):
+            rows = in_suite.filter(pl.col("language") == language)
+            blocks = []
+            for category in config.selection.categories:
+                lines = [
+                    f"lighteval|{task}|{fewshot}"
+                    for task, fewshot in rows.filter(pl.col("category") == category)
+                    .select("task", "fewshot")
+                    .sort("task")
+                    .iter_rows()
+                ]
+                if lines:
+                    title = CATEGORY_TITLES.get(category, category)
+                    blocks.append("\n".join([f"# {title} ({category})", *lines]))
+            out[(suite, language)] = "\n\n".join(blocks) + "\n" if blocks else ""
+    return out
+
+
+def _coverage(decisions: pl.DataFrame, config: Config) -> list[CoverageFlag]:
+    """Flag each (language, suite, category) without a kept task, naming the best failing candidate."""
+    flags = []
+    chosen = decisions.filter(pl.col("chosen"))
+    for suite, formulations in SUITE_FORMULATIONS.items():
+        in_suite = chosen.filter(pl.col("formulation").is_in(list(formulations)))
+        languages = sorted(in_suite.get_column("language").unique().to_list())
+        for language in languages:
+            rows = in_suite.filter(pl.col("language") == language)
+            for category in config.selection.categories:
+                candidates = rows.filter(pl.col("category") == category)
+                if candidates.filter(pl.col("kept")).height:
+                    continue
+                if candidates.height == 0:
+                    flags.append(CoverageFlag(language, suite, category, None, "no candidate"))
+                    continue
+                best = candidates.sort(["margin", "task"], descending=[True, False], nulls_last=True).row(
+                    0, named=True
+                )
+                flags.append(
+                    CoverageFlag(language, suite, category, f"{best['task']} ({best['metric']})", best["reason"])
+                )
+    return flags
+
+
+def write_selection(selection: Selection, out_dir: Path) -> list[Path]:
+    """decisions.csv and suites/{cf,mcf}/<lang>.txt, each written atomically. Returns the paths."""
+    written = [write_csv_atomic(selection.decisions, out_dir / "decisions.csv")]
+    for (suite, language), text in sorted(selection.suites.items()):
+        written.append(atomic_write_text(out_dir / "suites" / suite / f"{language}.txt", text))
+    return written

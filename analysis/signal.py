@@ -1,0 +1,560 @@
+"""Signal statistics per (task, fewshot, metric), vectorised over the whole score table.
+
+Definitions: docs/statistics.md (FineTasks monotonicity, seed SNR, non-randomness, ordering consistency;
+AI2 checkpoint-noise SNR; DataDecide decision accuracy; bootstrap CIs). Per-group work is done by polars
+group-bys or by numpy on dense (group x step x run) arrays: there is no Python loop over groups.
+A statistic that cannot be computed is null and its `<stat>_reason` says why.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+
+from analysis.config import BootstrapConfig, Config
+from analysis.metrics import metric_info
+
+GROUP: tuple[str, ...] = ("task", "fewshot", "metric")
+_META = ("benchmark", "language", "category", "formulation", "random_baseline")
+
+
+def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True) -> pl.DataFrame:
+    """One row per (task, fewshot, metric) with every statistic, its CI and a reason when unmeasurable."""
+    scored, groups = _prepare(table)
+    curve = _curve(scored)
+    parts = [
+        _monotonicity(scored, groups, config, with_ci),
+        _monotonicity_ai2(curve, groups),
+        _seed_snr(scored, groups, config, with_ci),
+        _checkpoint_snr(scored, curve, groups, config),
+        _non_randomness(scored, curve, groups, config),
+        _consistency(curve, groups, config, with_ci),
+        _decision_accuracy(curve, groups, config),
+    ]
+    out = groups
+    for part in parts:
+        out = out.join(part, on="gid", how="left")
+    return _choose_snr(out, config).drop("gid", "sign").sort(list(GROUP))
+
+
+# ----------------------------------------------------------------------------------------------- prep
+
+
+def _prepare(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Add a group id and oriented scores (higher is better for every metric)."""
+    metrics = table.get_column("metric").unique().to_list()
+    sign = {m: (1.0 if _higher_is_better(m) else -1.0) for m in metrics}
+    groups = (
+        table.group_by(list(GROUP))
+        .agg(
+            *[pl.col(c).first() for c in _META],
+            pl.col("run").n_unique().alias("n_runs"),
+            pl.col("seed").n_unique().alias("n_seeds_max"),
+            pl.col("step").n_unique().alias("n_steps"),
+        )
+        .sort(list(GROUP))
+        .with_row_index("gid")
+        .with_columns(
+            pl.col("metric").replace_strict(sign, return_dtype=pl.Float64).alias("sign"),
+        )
+    )
+    scored = table.join(groups.select([*GROUP, "gid", "sign"]), on=list(GROUP), how="left").with_columns(
+        (pl.col("score") * pl.col("sign")).alias("oriented"),
+        (pl.col("random_baseline") * pl.col("sign")).alias("oriented_baseline"),
+        pl.col("seed").fill_null(-1).alias("seed"),
+    )
+    return scored, groups
+
+
+def _higher_is_better(metric: str) -> bool:
+    info = metric_info(metric)
+    if info is None:
+        raise ValueError(f"metric {metric!r} is unknown to analysis.metrics; validate the table first")
+    return info.higher_is_better
+
+
+def _curve(scored: pl.DataFrame) -> pl.DataFrame:
+    """Per (group, run, step): the mean over seeds of the oriented score, and the tokens seen."""
+    return scored.group_by(["gid", "run", "step"]).agg(
+        pl.col("oriented").mean().alias("value"),
+        pl.col("tokens").max().alias("tokens"),
+        pl.col("oriented_baseline").first().alias("baseline"),
+    )
+
+
+def _fill_reason(frame: pl.DataFrame, groups: pl.DataFrame, reason_col: str, default: str) -> pl.DataFrame:
+    """Left-join a part onto every group; groups the part never saw get `default` as their reason."""
+    full = groups.select("gid").join(frame, on="gid", how="left")
+    return full.with_columns(pl.col(reason_col).fill_null(pl.lit(default)))
+
+
+def _reason(cases: list[tuple[pl.Expr, str]]) -> pl.Expr:
+    """First matching case gives the reason; null (measurable) otherwise."""
+    expr = pl.when(cases[0][0]).then(pl.lit(cases[0][1]))
+    for condition, text in cases[1:]:
+        expr = expr.when(condition).then(pl.lit(text))
+    return expr.otherwise(pl.lit(None, dtype=pl.String))
+
+
+# --------------------------------------------------------------------------------------- monotonicity
+
+
+def _monotonicity(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
+    cfg = config.monotonicity
+    window = scored
+    if cfg.step_min is not None:
+        window = window.filter(pl.col("step") >= cfg.step_min)
+    if cfg.step_max is not None:
+        window = window.filter(pl.col("step") <= cfg.step_max)
+    series = (
+        window.group_by(["gid", "run", "seed"])
+        .agg(
+            pl.len().alias("n"),
+            (pl.col("oriented").max() == pl.col("oriented").min()).alias("constant"),
+            pl.corr("step", "oriented", method="spearman").alias("rho"),
+        )
+        .with_columns(
+            pl.when((pl.col("n") >= cfg.min_checkpoints) & ~pl.col("constant"))
+            .then(pl.col("rho"))
+            .otherwise(None)
+            .alias("rho")
+        )
+    )
+    per_group = series.group_by("gid").agg(
+        pl.col("rho").mean().alias("monotonicity"),
+        pl.col("rho").count().alias("monotonicity_n_series"),
+        (pl.col("constant") & (pl.col("n") >= cfg.min_checkpoints)).sum().alias("monotonicity_n_constant"),
+        (pl.col("n") < cfg.min_checkpoints).sum().alias("n_short"),
+    )
+    per_group = per_group.with_columns(
+        _reason(
+            [
+                (
+                    (pl.col("monotonicity_n_series") == 0) & (pl.col("monotonicity_n_constant") > 0),
+                    "monotonicity: every series is constant",
+                ),
+                (
+                    pl.col("monotonicity_n_series") == 0,
+                    f"monotonicity: no series has >= {cfg.min_checkpoints} checkpoints in the step window",
+                ),
+            ]
+        ).alias("monotonicity_reason")
+    ).drop("n_short")
+    if with_ci:
+        defined = series.filter(pl.col("rho").is_not_null())
+        low, high = bootstrap_mean_ci(
+            defined.get_column("gid").to_numpy(), defined.get_column("rho").to_numpy(), groups.height, config.bootstrap
+        )
+        per_group = per_group.join(_ci_frame(low, high, "monotonicity"), on="gid", how="left")
+    return _fill_reason(per_group, groups, "monotonicity_reason", "monotonicity: no checkpoints in the step window")
+
+
+def _monotonicity_ai2(curve: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+    """AI2's cheap variant on each run's curve: (rising - falling) / non-zero steps, mean over runs."""
+    diffs = curve.sort(["gid", "run", "step"]).with_columns(pl.col("value").diff().over(["gid", "run"]).alias("d"))
+    per_run = (
+        diffs.group_by(["gid", "run"])
+        .agg((pl.col("d") > 0).sum().alias("up"), (pl.col("d") < 0).sum().alias("down"))
+        .filter((pl.col("up") + pl.col("down")) > 0)
+        .with_columns(((pl.col("up") - pl.col("down")) / (pl.col("up") + pl.col("down"))).alias("m"))
+    )
+    return groups.select("gid").join(
+        per_run.group_by("gid").agg(pl.col("m").mean().alias("monotonicity_ai2")), on="gid", how="left"
+    )
+
+
+# ------------------------------------------------------------------------------------------------ SNR
+
+
+def _seed_cells(scored: pl.DataFrame, ddof: int) -> pl.DataFrame:
+    """Per (group, run, step): seeds present, mean and std across seeds; flags each run's final common step."""
+    n_seeds_run = scored.group_by(["gid", "run"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
+    cells = (
+        scored.group_by(["gid", "run", "step"])
+        .agg(
+            pl.len().alias("n"),
+            pl.col("score").mean().alias("mean"),
+            pl.col("score").std(ddof=ddof).alias("std"),
+            pl.col("oriented").mean().alias("oriented_mean"),
+            pl.col("oriented_baseline").first().alias("baseline"),
+            pl.col("stderr").mean().alias("stderr"),
+        )
+        .join(n_seeds_run, on=["gid", "run"])
+    )
+    complete_last = (
+        cells.filter(pl.col("n") == pl.col("run_seeds"))
+        .group_by(["gid", "run"])
+        .agg(pl.col("step").max().alias("final_step"))
+    )
+    return cells.join(complete_last, on=["gid", "run"], how="left").with_columns(
+        (pl.col("step") == pl.col("final_step")).fill_null(False).alias("is_final")
+    )
+
+
+def _seed_snr(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
+    cfg = config.snr
+    cells = _seed_cells(scored, cfg.ddof)
+    replicated = cells.filter(pl.col("n") >= 2)
+    noise = replicated.group_by("gid").agg(pl.col("std").mean().alias("avg_std"))
+    signal = (
+        cells.filter(pl.col("is_final") & (pl.col("run_seeds") >= 2))
+        .group_by("gid")
+        .agg(pl.col("mean").mean().alias("snr_signal"), pl.col("run").n_unique().alias("snr_n_runs"))
+    )
+    part = (
+        groups.select("gid")
+        .join(noise, on="gid", how="left")
+        .join(signal, on="gid", how="left")
+        .with_columns(
+            pl.when(pl.col("avg_std") > 0).then(pl.col("snr_signal") / pl.col("avg_std")).alias("snr_seed"),
+            _reason(
+                [
+                    (pl.col("avg_std").is_null(), "snr: no seed replicas (no run has >= 2 seeds at a step)"),
+                    (pl.col("snr_signal").is_null(), "snr: no step where all seeds of a run are present"),
+                    (pl.col("avg_std") == 0, "snr: seed replicas are identical (zero noise)"),
+                ]
+            ).alias("snr_seed_reason"),
+        )
+    )
+    if with_ci:
+        # Bootstrap over checkpoints: resample the (run, step) std cells; SNR = signal / avg-std maps the
+        # avg-std interval onto an SNR interval. (Resampling 2-4 seeds is degenerate: a draw of one seed
+        # repeated has zero noise.)
+        std_low, std_high = bootstrap_mean_ci(
+            replicated.get_column("gid").to_numpy(), replicated.get_column("std").to_numpy(),
+            groups.height, config.bootstrap,
+        )
+        part = part.join(_ci_frame(std_low, std_high, "avg_std"), on="gid", how="left").with_columns(
+            pl.when(pl.col("snr_seed").is_not_null() & (pl.col("avg_std_ci_high") > 0))
+            .then(pl.col("snr_signal") / pl.col("avg_std_ci_high"))
+            .alias("snr_seed_ci_low"),
+            pl.when(pl.col("snr_seed").is_not_null() & (pl.col("avg_std_ci_low") > 0))
+            .then(pl.col("snr_signal") / pl.col("avg_std_ci_low"))
+            .when(pl.col("snr_seed").is_not_null())
+            .then(pl.lit(float("inf")))
+            .alias("snr_seed_ci_high"),
+        )
+    return part
+
+
+def _checkpoint_snr(
+    scored: pl.DataFrame, curve: pl.DataFrame, groups: pl.DataFrame, config: Config
+) -> pl.DataFrame:
+    """AI2 Signal and Noise: spread of final scores over runs / relative std of a series' last checkpoints."""
+    last_n = config.snr.checkpoint_last_n
+    tail = scored.filter(pl.col("step").rank("dense", descending=True).over(["gid", "run", "seed"]) <= last_n)
+    per_series = (
+        tail.group_by(["gid", "run", "seed"])
+        .agg(pl.len().alias("n"), pl.col("score").std(ddof=0).alias("sd"), pl.col("score").mean().alias("mu"))
+        .filter((pl.col("n") >= 2) & (pl.col("mu") != 0))
+        .with_columns((pl.col("sd") / pl.col("mu").abs()).alias("noise"))
+    )
+    noise = per_series.group_by("gid").agg(pl.col("noise").mean().alias("checkpoint_noise"))
+    finals = (
+        scored.filter(pl.col("step") == pl.col("step").max().over(["gid", "run"]))
+        .group_by(["gid", "run"])
+        .agg(pl.col("score").mean().alias("final"))
+    )
+    signal = finals.group_by("gid").agg(
+        ((pl.col("final").max() - pl.col("final").min()) / pl.col("final").mean().abs()).alias("checkpoint_signal"),
+        pl.len().alias("n_final_runs"),
+    )
+    return (
+        groups.select("gid")
+        .join(noise, on="gid", how="left")
+        .join(signal, on="gid", how="left")
+        .with_columns(
+            pl.when((pl.col("n_final_runs") >= 2) & (pl.col("checkpoint_noise") > 0))
+            .then(pl.col("checkpoint_signal") / pl.col("checkpoint_noise"))
+            .alias("snr_checkpoint"),
+            _reason(
+                [
+                    (pl.col("n_final_runs") < 2, "checkpoint snr: needs >= 2 runs for the signal"),
+                    (pl.col("checkpoint_noise").is_null(), "checkpoint snr: no series with >= 2 checkpoints"),
+                    (pl.col("checkpoint_noise") == 0, "checkpoint snr: last checkpoints are constant (zero noise)"),
+                ]
+            ).alias("snr_checkpoint_reason"),
+        )
+        .drop("n_final_runs")
+    )
+
+
+def _choose_snr(out: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """`snr` is the seed SNR; the checkpoint-noise SNR only stands in when asked and seeds are missing."""
+    use_checkpoint = pl.col("snr_seed").is_null() & pl.lit(config.snr.fallback == "checkpoint")
+    return out.with_columns(
+        pl.when(use_checkpoint).then(pl.col("snr_checkpoint")).otherwise(pl.col("snr_seed")).alias("snr"),
+        pl.when(use_checkpoint & pl.col("snr_checkpoint").is_not_null())
+        .then(pl.lit("checkpoint"))
+        .when(pl.col("snr_seed").is_not_null())
+        .then(pl.lit("seed"))
+        .otherwise(pl.lit(None, dtype=pl.String))
+        .alias("snr_kind"),
+        pl.when(use_checkpoint)
+        .then(pl.col("snr_checkpoint_reason"))
+        .otherwise(pl.col("snr_seed_reason"))
+        .alias("snr_reason"),
+        *[
+            pl.when(use_checkpoint).then(None).otherwise(pl.col(f"snr_seed_ci_{side}")).alias(f"snr_ci_{side}")
+            for side in ("low", "high")
+            if f"snr_seed_ci_{side}" in out.columns
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------------------- non-random
+
+
+def _non_randomness(
+    scored: pl.DataFrame, curve: pl.DataFrame, groups: pl.DataFrame, config: Config
+) -> pl.DataFrame:
+    cfg = config.non_random
+    distance = curve.group_by("gid").agg((pl.col("value").max() - pl.col("baseline").first()).alias("non_random_distance"))
+    cells = _seed_cells(scored, config.snr.ddof)
+    seed_z = (
+        cells.filter(pl.col("is_final") & (pl.col("run_seeds") >= 2))
+        .with_columns(_z(pl.col("oriented_mean") - pl.col("baseline"), pl.col("std")).alias("z"))
+        .group_by("gid")
+        .agg(pl.col("z").max().alias("z_seed"))
+    )
+    stderr_z = (
+        cells.filter(pl.col("step") == pl.col("step").max().over(["gid", "run"]))
+        .filter(pl.col("stderr").is_not_null())
+        .with_columns(_z(pl.col("oriented_mean") - pl.col("baseline"), pl.col("stderr")).alias("z"))
+        .group_by("gid")
+        .agg(pl.col("z").max().alias("z_stderr"))
+    )
+    use_stderr = pl.col("z_seed").is_null() & pl.lit(cfg.stderr_fallback)
+    return (
+        groups.select("gid")
+        .join(distance, on="gid", how="left")
+        .join(seed_z, on="gid", how="left")
+        .join(stderr_z, on="gid", how="left")
+        .with_columns(pl.when(use_stderr).then(pl.col("z_stderr")).otherwise(pl.col("z_seed")).alias("non_random_sigmas"))
+        .with_columns(
+            (pl.col("non_random_sigmas") > cfg.sigma).alias("three_sigma"),
+            pl.when(pl.col("z_seed").is_not_null())
+            .then(pl.lit("seed"))
+            .when(pl.col("non_random_sigmas").is_not_null())
+            .then(pl.lit("stderr"))
+            .otherwise(pl.lit(None, dtype=pl.String))
+            .alias("three_sigma_kind"),
+            _reason(
+                [
+                    (
+                        pl.col("non_random_sigmas").is_null(),
+                        "non-random: no seed replicas at a final step"
+                        + ("" if not cfg.stderr_fallback else " and no stderr"),
+                    )
+                ]
+            ).alias("non_random_reason"),
+        )
+        .drop("z_seed", "z_stderr")
+    )
+
+
+def _z(margin: pl.Expr, sigma: pl.Expr) -> pl.Expr:
+    """margin / sigma, with +-inf for a zero sigma and a non-zero margin (0 / 0 counts as 0 sigmas)."""
+    return (
+        pl.when(sigma > 0)
+        .then(margin / sigma)
+        .when(margin > 0)
+        .then(pl.lit(float("inf")))
+        .when(margin < 0)
+        .then(pl.lit(float("-inf")))
+        .otherwise(pl.lit(0.0))
+    )
+
+
+# --------------------------------------------------------------------------------------- consistency
+
+
+def _dense_cube(curve: pl.DataFrame, n_groups: int) -> np.ndarray:
+    """(group x step-index x run-index) array of curve values (NaN = missing); indices are dense ranks."""
+    indexed = curve.with_columns(
+        (pl.col("step").rank("dense").over("gid") - 1).cast(pl.Int64).alias("j"),
+        (pl.col("run").rank("dense").over("gid") - 1).cast(pl.Int64).alias("r"),
+    )
+    n_steps = int(indexed.get_column("j").max() or 0) + 1 if indexed.height else 1
+    n_runs = int(indexed.get_column("r").max() or 0) + 1 if indexed.height else 1
+    cube = np.full((n_groups, n_steps, n_runs), np.nan)
+    cube[indexed.get_column("gid").to_numpy(), indexed.get_column("j").to_numpy(), indexed.get_column("r").to_numpy()] = (
+        indexed.get_column("value").to_numpy()
+    )
+    return cube
+
+
+def kendall_between(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndarray, np.ndarray]:
+    """Kendall's tau between x[..., r] and y[..., r] over the runs r present in both (NaN = absent).
+
+    Returns (tau, number of runs used); tau is NaN when undefined (fewer than 2 runs, or all tied for
+    tau-b). tau-b = sum(sx*sy) / sqrt(sum(sx^2) * sum(sy^2)) over pair signs, which is scipy's tau-b.
+    """
+    present = ~np.isnan(x) & ~np.isnan(y)
+    x0 = np.where(present, x, 0.0)
+    y0 = np.where(present, y, 0.0)
+    both = present[..., :, None] & present[..., None, :]
+    sx = np.sign(x0[..., :, None] - x0[..., None, :]) * both
+    sy = np.sign(y0[..., :, None] - y0[..., None, :]) * both
+    numerator = (sx * sy).sum(axis=(-1, -2))
+    n = present.sum(axis=-1)
+    if variant == "tau_a":
+        denominator = (n * (n - 1)).astype(float)
+    else:
+        denominator = np.sqrt((sx * sx).sum(axis=(-1, -2)) * (sy * sy).sum(axis=(-1, -2)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = np.where((n >= 2) & (denominator > 0), numerator / np.where(denominator > 0, denominator, 1), np.nan)
+    return tau, n
+
+
+def _consistency(curve: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
+    cfg = config.consistency
+    has_tokens = curve.group_by("gid").agg(pl.col("tokens").is_not_null().all().alias("has_tokens"))
+    eligible = curve.join(has_tokens, on="gid").filter(
+        pl.when(pl.col("has_tokens"))
+        .then(pl.col("tokens") >= cfg.min_tokens)
+        .otherwise(pl.col("step") >= (cfg.min_step if cfg.min_step is not None else 0))
+        & (pl.col("has_tokens") | pl.lit(cfg.min_step is not None or cfg.min_tokens <= 0))
+    )
+    cube = _dense_cube(eligible.select("gid", "run", "step", "value"), groups.height)
+    tau, _ = kendall_between(cube[:, :-1, :], cube[:, 1:, :], cfg.variant)
+    pair_defined = ~np.isnan(tau)
+    pair_exists = (~np.isnan(cube[:, :-1, :])).any(axis=-1) & (~np.isnan(cube[:, 1:, :])).any(axis=-1)
+    with np.errstate(invalid="ignore"):
+        mean_tau = np.where(pair_defined.any(axis=1), np.nanmean(np.where(pair_defined, tau, np.nan), axis=1), np.nan)
+    part = pl.DataFrame(
+        {
+            "gid": np.arange(groups.height, dtype=np.uint32),
+            "consistency": mean_tau,
+            "consistency_n_pairs": pair_defined.sum(axis=1),
+            "consistency_n_undefined": (pair_exists & ~pair_defined).sum(axis=1),
+        }
+    ).with_columns(pl.col("consistency").fill_nan(None))
+    part = (
+        part.join(groups.select("gid", "n_runs"), on="gid")
+        .join(has_tokens, on="gid", how="left")
+        .with_columns(
+            pl.when(pl.col("n_runs") < cfg.min_runs).then(None).otherwise(pl.col("consistency")).alias("consistency"),
+            _reason(
+                [
+                    (pl.col("n_runs") < cfg.min_runs, f"consistency: needs >= {cfg.min_runs} runs"),
+                    (
+                        ~pl.col("has_tokens") & pl.lit(cfg.min_step is None and cfg.min_tokens > 0),
+                        "consistency: tokens unknown (set consistency.min_step)",
+                    ),
+                    (
+                        pl.col("consistency_n_pairs") == 0,
+                        f"consistency: no pair of consecutive checkpoints past {cfg.min_tokens:,} tokens "
+                        "with untied runs",
+                    ),
+                ]
+            ).alias("consistency_reason"),
+        )
+        .drop("n_runs", "has_tokens")
+    )
+    if with_ci:
+        g_idx, j_idx = np.nonzero(pair_defined)
+        low, high = bootstrap_mean_ci(g_idx, tau[g_idx, j_idx], groups.height, config.bootstrap)
+        part = part.join(_ci_frame(low, high, "consistency"), on="gid", how="left").with_columns(
+            [pl.when(pl.col("consistency").is_null()).then(None).otherwise(pl.col(c)).alias(c) for c in
+             ("consistency_ci_low", "consistency_ci_high")]
+        )
+    return part
+
+
+# ---------------------------------------------------------------------------------- decision accuracy
+
+
+def _decision_accuracy(curve: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Share of run pairs ordered the same at the early step and the final step (ties count 0.5)."""
+    n_runs = curve.group_by("gid").agg(pl.col("run").n_unique().alias("runs"))
+    common = (
+        curve.group_by(["gid", "step"])
+        .agg(pl.len().alias("present"))
+        .join(n_runs, on="gid")
+        .filter(pl.col("present") == pl.col("runs"))
+    )
+    final = common.group_by("gid").agg(pl.col("step").max().alias("final_step"))
+    early = (
+        common.join(final, on="gid")
+        .filter(
+            (pl.col("step") < pl.col("final_step"))
+            & (pl.col("step") <= pl.col("final_step") * config.decision.early_fraction)
+        )
+        .group_by("gid")
+        .agg(pl.col("step").max().alias("decision_step"))
+    )
+    steps = final.join(early, on="gid", how="inner")
+    at = curve.join(steps, on="gid").filter(
+        (pl.col("step") == pl.col("final_step")) | (pl.col("step") == pl.col("decision_step"))
+    )
+    cube = _dense_cube(at.select("gid", "run", "step", "value"), groups.height)
+    accuracy = np.full(groups.height, np.nan)
+    if cube.shape[1] == 2:
+        accuracy = _pair_agreement(cube[:, 0, :], cube[:, 1, :])
+    part = pl.DataFrame({"gid": np.arange(groups.height, dtype=np.uint32), "decision_accuracy": accuracy})
+    return (
+        part.with_columns(pl.col("decision_accuracy").fill_nan(None))
+        .join(steps.select("gid", "decision_step", "final_step"), on="gid", how="left")
+        .join(n_runs, on="gid", how="left")
+        .with_columns(
+            _reason(
+                [
+                    (pl.col("runs") < 2, "decision accuracy: needs >= 2 runs"),
+                    (pl.col("decision_step").is_null(), "decision accuracy: no common early checkpoint"),
+                ]
+            ).alias("decision_reason")
+        )
+        .with_columns(
+            pl.when(pl.col("decision_reason").is_null()).then(pl.col("decision_accuracy")).alias("decision_accuracy")
+        )
+        .drop("runs")
+    )
+
+
+def _pair_agreement(early: np.ndarray, final: np.ndarray) -> np.ndarray:
+    """Mean over unordered pairs of present runs: 1 same order, 0 opposite, 0.5 a tie on either side."""
+    present = ~np.isnan(early) & ~np.isnan(final)
+    e = np.where(present, early, 0.0)
+    f = np.where(present, final, 0.0)
+    product = np.sign(e[:, :, None] - e[:, None, :]) * np.sign(f[:, :, None] - f[:, None, :])
+    score = np.where(product > 0, 1.0, np.where(product < 0, 0.0, 0.5))
+    n = present.shape[1]
+    upper = np.triu(np.ones((n, n), dtype=bool), k=1)
+    mask = present[:, :, None] & present[:, None, :] & upper
+    pairs = mask.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(pairs > 0, (score * mask).sum(axis=(1, 2)) / np.maximum(pairs, 1), np.nan)
+
+
+# ------------------------------------------------------------------------------------------ bootstrap
+
+
+def _ci_frame(low: np.ndarray, high: np.ndarray, name: str) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"gid": np.arange(len(low), dtype=np.uint32), f"{name}_ci_low": low, f"{name}_ci_high": high}
+    ).with_columns(pl.col(f"{name}_ci_low").fill_nan(None), pl.col(f"{name}_ci_high").fill_nan(None))
+
+
+def bootstrap_mean_ci(
+    gid: np.ndarray, values: np.ndarray, n_groups: int, cfg: BootstrapConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI of the mean of `values` within each group (NaN for < 2 values).
+
+    Groups of equal size share one multinomial resampling matrix, so the only loop is over distinct
+    group sizes; each group's CI is an ordinary multinomial bootstrap.
+    """
+    low = np.full(n_groups, np.nan)
+    high = np.full(n_groups, np.nan)
+    order = np.argsort(gid, kind="stable")
+    gid, values = np.asarray(gid)[order], np.asarray(values, dtype=float)[order]
+    counts = np.bincount(gid, minlength=n_groups)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    alpha = (1 - cfg.confidence) / 2
+    for size in np.unique(counts[counts >= 2]):
+        members = np.flatnonzero(counts == size)
+        matrix = values[starts[members][:, None] + np.arange(size)]
+        draws = np.random.default_rng([cfg.seed, int(size)]).multinomial(size, np.full(size, 1 / size), cfg.n)
+        means = matrix @ draws.T / size
+        low[members], high[members] = np.quantile(means, [alpha, 1 - alpha], axis=1)
+    return low, high
