@@ -84,8 +84,11 @@ def _curve(scored: pl.DataFrame) -> pl.DataFrame:
 
 def _fill_reason(frame: pl.DataFrame, groups: pl.DataFrame, reason_col: str, default: str) -> pl.DataFrame:
     """Left-join a part onto every group; groups the part never saw get `default` as their reason."""
-    full = groups.select("gid").join(frame, on="gid", how="left")
-    return full.with_columns(pl.col(reason_col).fill_null(pl.lit(default)))
+    seen = frame.with_columns(pl.lit(True).alias("_seen"))
+    full = groups.select("gid").join(seen, on="gid", how="left")
+    return full.with_columns(
+        pl.when(pl.col("_seen").is_null()).then(pl.lit(default)).otherwise(pl.col(reason_col)).alias(reason_col)
+    ).drop("_seen")
 
 
 def _reason(cases: list[tuple[pl.Expr, str]]) -> pl.Expr:
@@ -420,8 +423,9 @@ def _consistency(curve: pl.DataFrame, groups: pl.DataFrame, config: Config, with
     tau, _ = kendall_between(cube[:, :-1, :], cube[:, 1:, :], cfg.variant)
     pair_defined = ~np.isnan(tau)
     pair_exists = (~np.isnan(cube[:, :-1, :])).any(axis=-1) & (~np.isnan(cube[:, 1:, :])).any(axis=-1)
-    with np.errstate(invalid="ignore"):
-        mean_tau = np.where(pair_defined.any(axis=1), np.nanmean(np.where(pair_defined, tau, np.nan), axis=1), np.nan)
+    n_defined = pair_defined.sum(axis=1)
+    tau_sum = np.where(pair_defined, tau, 0.0).sum(axis=1)
+    mean_tau = np.where(n_defined > 0, tau_sum / np.maximum(n_defined, 1), np.nan)
     part = pl.DataFrame(
         {
             "gid": np.arange(groups.height, dtype=np.uint32),
@@ -546,8 +550,9 @@ def bootstrap_mean_ci(
     """
     low = np.full(n_groups, np.nan)
     high = np.full(n_groups, np.nan)
-    order = np.argsort(gid, kind="stable")
-    gid, values = np.asarray(gid)[order], np.asarray(values, dtype=float)[order]
+    gid, values = np.asarray(gid, dtype=np.int64), np.asarray(values, dtype=float)
+    order = np.lexsort((values, gid))  # sorted values within a group: the CI ignores input row order
+    gid, values = gid[order], values[order]
     counts = np.bincount(gid, minlength=n_groups)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     alpha = (1 - cfg.confidence) / 2

@@ -1,0 +1,110 @@
+"""Score table -> signal -> selection -> ranking -> figures -> report, written into one directory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.aggregate import AggregateResult, aggregate, write_ranking
+from analysis.config import Config
+from analysis.io import atomic_write_text, write_csv_atomic
+from analysis.plots import plot_criteria_overview, plot_ranking, plot_training_curves
+from analysis.report import render_report
+from analysis.select import Selection, select, write_selection
+from analysis.signal import compute_signal
+from analysis.table import LoadReport
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass
+class SelectionOutput:
+    """What `run_selection` produced, for the CLI's summary and for tests."""
+
+    selection: Selection
+    signal: pl.DataFrame
+    ranking: AggregateResult | None
+    out_dir: Path
+    figures: dict[str, Path]
+
+
+def selected_metrics(selection: Selection) -> pl.DataFrame:
+    """(task, fewshot, metric) of the kept tasks: what the multilingual score averages."""
+    return selection.kept.select("task", "fewshot", "metric")
+
+
+def run_selection(
+    table: pl.DataFrame,
+    load_report: LoadReport,
+    config: Config,
+    out_dir: Path,
+    *,
+    figures: bool = True,
+    progress: Progress | None = None,
+) -> SelectionOutput:
+    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, figures/ and report.md."""
+    signal = compute_signal(table, config)
+    selection = select(signal, config)
+    write_selection(selection, out_dir)
+    ranking = None
+    if selection.kept.height:
+        ranking = aggregate(table, selected_metrics(selection), config.aggregate)
+        write_ranking(ranking, out_dir)
+    figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
+    report = render_report(selection, config, load_report, ranking, figure_paths, out_dir)
+    atomic_write_text(out_dir / "report.md", report)
+    return SelectionOutput(selection, signal, ranking, out_dir, figure_paths)
+
+
+def run_aggregate(
+    table: pl.DataFrame, config: Config, out_dir: Path, decisions: pl.DataFrame | None = None
+) -> AggregateResult:
+    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`)."""
+    if decisions is None:
+        chosen = selected_metrics(select(compute_signal(table, config, with_ci=False), config))
+    else:
+        chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
+    result = aggregate(table, chosen, config.aggregate)
+    write_ranking(result, out_dir)
+    write_csv_atomic(chosen, out_dir / "aggregated_tasks.csv")
+    return result
+
+
+def _figures(
+    table: pl.DataFrame,
+    selection: Selection,
+    ranking: AggregateResult | None,
+    config: Config,
+    out_dir: Path,
+    progress: Progress | None,
+) -> dict[str, Path]:
+    figures_dir = out_dir / "figures"
+    chosen = selection.decisions.filter(pl.col("chosen")).sort(["language", "task"])
+    languages = sorted(chosen.get_column("language").unique().to_list())
+    total = chosen.height + len(languages) + (1 if ranking is not None else 0)
+    done = 0
+    paths: dict[str, Path] = {}
+    for row in chosen.iter_rows(named=True):
+        paths[f"curves_{row['task']}"] = plot_training_curves(
+            table, row["task"], row["fewshot"], figures_dir / "curves" / f"{row['task']}.png",
+            highlight_metric=row["metric"],
+        )
+        done += 1
+        if progress:
+            progress("figures", done, total)
+    for language in languages:
+        paths[f"criteria_{language}"] = plot_criteria_overview(
+            selection.decisions, language, figures_dir / f"criteria_{language}.png",
+            monotonicity_min=config.monotonicity.min, snr_min=config.snr.min,
+        )
+        done += 1
+        if progress:
+            progress("figures", done, total)
+    if ranking is not None:
+        paths["ranking"] = plot_ranking(ranking.ranking, figures_dir / "ranking.png")
+        if progress:
+            progress("figures", total, total)
+    return paths

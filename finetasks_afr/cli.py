@@ -1,0 +1,156 @@
+"""The `finetasks-afr` command: select fine tasks, aggregate runs, regenerate the bundled sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from analysis.config import ConfigError, load_config
+from analysis.table import ScoreTableError, read_scores
+
+BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "bundled_sweep.parquet"
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console(stderr=True)
+
+ScoresArg = Annotated[
+    Path | None,
+    typer.Argument(help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory. "
+                   "Default: the bundled sweep."),
+]  # fmt: skip
+OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML file overriding analysis/default_config.toml.")]
+TaskInfoOpt = Annotated[
+    Path | None,
+    typer.Option("--task-info", help="CSV task,benchmark,language,category,formulation,random_baseline "
+                 "for lm-evaluation-harness tasks the builtin table lacks."),
+]  # fmt: skip
+TokensOpt = Annotated[
+    int | None, typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has no token counts).")
+]
+SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool):
+    path = scores or BUNDLED_SWEEP
+    if scores is None and not BUNDLED_SWEEP.is_file():
+        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make simulate`")
+    with console.status(f"loading {path}"):
+        try:
+            return read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)
+        except ScoreTableError as error:
+            raise _fail(str(error)) from error
+
+
+def _config(path: Path | None):
+    try:
+        return load_config(path)
+    except ConfigError as error:
+        raise _fail(str(error)) from error
+
+
+@app.command("select")
+def select_command(
+    scores: ScoresArg = None,
+    out: OutOpt = Path("out/selection"),
+    config: ConfigOpt = None,
+    task_info: TaskInfoOpt = None,
+    tokens_per_step: TokensOpt = None,
+    skip_unknown: SkipOpt = False,
+    figures: Annotated[bool, typer.Option(help="Write figures (matplotlib).")] = True,
+) -> None:
+    """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md, figures/."""
+    from analysis.pipeline import run_selection
+
+    cfg = _config(config)
+    table, report = _load(scores, task_info, tokens_per_step, skip_unknown)
+    console.print(f"[green]loaded[/] {report.summary()}")
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        job = bar.add_task("statistics, selection, ranking", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(job, description=what, completed=done, total=total)
+
+        output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
+    _print_summary(output.selection.decisions)
+    for flag in output.selection.coverage:
+        console.print(f"[yellow]coverage:[/] {flag.describe()}")
+    console.print(f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md" + (", figures/" if figures else ""))
+
+
+def _print_summary(decisions: pl.DataFrame) -> None:
+    chosen = decisions.filter(pl.col("chosen"))
+    table = Table(title="kept tasks per language")
+    for column in ("language", "kept", "tasks", "kept tasks"):
+        table.add_column(column)
+    for (language,), rows in sorted(chosen.group_by(["language"]), key=lambda item: str(item[0][0])):
+        kept = rows.filter(pl.col("kept"))
+        names = ", ".join(f"{t} ({m})" for t, m in kept.select("task", "metric").sort("task").iter_rows())
+        table.add_row(str(language), str(kept.height), str(rows.height), names)
+    console.print(table)
+
+
+@app.command("aggregate")
+def aggregate_command(
+    scores: Annotated[Path, typer.Argument(help="Score table (.parquet, .csv, lm-eval JSON).")],
+    out: OutOpt = Path("out/aggregate"),
+    config: ConfigOpt = None,
+    decisions: Annotated[
+        Path | None, typer.Option(help="decisions.csv of a selection; default: select with --config first.")
+    ] = None,
+    task_info: TaskInfoOpt = None,
+    tokens_per_step: TokensOpt = None,
+    skip_unknown: SkipOpt = False,
+) -> None:
+    """Rank the runs on the selected tasks: DIR/ranking.csv (mean rank, Borda, mean win rate)."""
+    from analysis.pipeline import run_aggregate
+
+    cfg = _config(config)
+    table, _ = _load(scores, task_info, tokens_per_step, skip_unknown)
+    chosen = None
+    if decisions is not None:
+        if not decisions.is_file():
+            raise _fail(f"decisions file {decisions} does not exist (run `finetasks-afr select` first)")
+        chosen = pl.read_csv(decisions, infer_schema_length=0).with_columns(
+            pl.col("fewshot").cast(pl.Int64), (pl.col("kept") == "true").alias("kept")
+        )
+    with console.status("aggregating"):
+        result = run_aggregate(table, cfg, out, chosen)
+    view = Table(title="multilingual ranking (lower mean rank is better)")
+    for column in ("run", "mean rank", "Borda", "win rate", "missing languages"):
+        view.add_column(column)
+    for row in result.ranking.iter_rows(named=True):
+        view.add_row(row["run"], f"{row['mean_rank']:.2f}", f"{row['borda']:.1f}", f"{row['mean_win_rate']:.2f}",
+                     row["missing_languages"] or "")  # fmt: skip
+    console.print(view)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"[green]wrote[/] {out}/ranking.csv")
+
+
+@app.command("simulate")
+def simulate_command(
+    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")] = BUNDLED_SWEEP,
+    seed: Annotated[int, typer.Option(help="Random seed of the simulation.")] = 0,
+) -> None:
+    """Regenerate the bundled SIMULATED sweep (known-quality tasks) used until a real demo sweep exists."""
+    from finetasks_afr.demo.simulate import write_bundled_sweep
+
+    write_bundled_sweep(out, seed=seed)
+    console.print(f"[green]wrote[/] {out}")
+
+
+if __name__ == "__main__":
+    app()
