@@ -20,16 +20,17 @@ _META = ("benchmark", "language", "category", "formulation", "random_baseline")
 
 def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True) -> pl.DataFrame:
     """One row per (task, fewshot, metric) with every statistic, its CI and a reason when unmeasurable."""
-    scored, groups = _prepare(table)
-    curve = _curve(scored)
+    compact, groups = _prepare(table)
+    cells = _cells(compact, config.snr.ddof)
+    series = _series(compact, config)
     parts = [
-        _monotonicity(scored, groups, config, with_ci),
-        _monotonicity_ai2(curve, groups),
-        _seed_snr(scored, groups, config, with_ci),
-        _checkpoint_snr(scored, curve, groups, config),
-        _non_randomness(scored, curve, groups, config),
-        _consistency(curve, groups, config, with_ci),
-        _decision_accuracy(curve, groups, config),
+        _monotonicity(series, groups, config, with_ci),
+        _monotonicity_ai2(cells, groups),
+        _seed_snr(cells, groups, config, with_ci),
+        _checkpoint_snr(series, cells, groups),
+        _non_randomness(cells, groups, config),
+        _consistency(cells, groups, config, with_ci),
+        _decision_accuracy(cells, groups, config),
     ]
     out = groups
     for part in parts:
@@ -41,29 +42,41 @@ def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True)
 
 
 def _prepare(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Add a group id and oriented scores (higher is better for every metric)."""
+    """A compact frame: integer group and run ids, oriented scores (higher is better for every metric).
+
+    gid is the dense rank of (task, fewshot, metric), so groups sorted by gid are sorted by name.
+    """
     metrics = table.get_column("metric").unique().to_list()
-    sign = {m: (1.0 if _higher_is_better(m) else -1.0) for m in metrics}
+    sign = pl.col("metric").replace_strict(
+        {m: (1.0 if _higher_is_better(m) else -1.0) for m in metrics}, return_dtype=pl.Float64
+    )
+    keyed = table.with_columns(
+        (pl.struct(list(GROUP)).rank("dense") - 1).cast(pl.UInt32).alias("gid"),
+        pl.col("run").cast(pl.Categorical).to_physical().alias("rid"),
+        sign.alias("sign"),
+    )
     groups = (
-        table.group_by(list(GROUP))
+        keyed.group_by("gid")
         .agg(
-            *[pl.col(c).first() for c in _META],
-            pl.col("run").n_unique().alias("n_runs"),
+            *[pl.col(c).first() for c in (*GROUP, *_META, "sign")],
+            pl.col("rid").n_unique().alias("n_runs"),
             pl.col("seed").n_unique().alias("n_seeds_max"),
             pl.col("step").n_unique().alias("n_steps"),
         )
-        .sort(list(GROUP))
-        .with_row_index("gid")
-        .with_columns(
-            pl.col("metric").replace_strict(sign, return_dtype=pl.Float64).alias("sign"),
-        )
+        .sort("gid")
     )
-    scored = table.join(groups.select([*GROUP, "gid", "sign"]), on=list(GROUP), how="left").with_columns(
+    compact = keyed.select(
+        "gid",
+        "rid",
+        pl.col("seed").fill_null(-1),
+        "step",
+        "tokens",
+        "score",
+        "stderr",
         (pl.col("score") * pl.col("sign")).alias("oriented"),
-        (pl.col("random_baseline") * pl.col("sign")).alias("oriented_baseline"),
-        pl.col("seed").fill_null(-1).alias("seed"),
+        (pl.col("random_baseline") * pl.col("sign")).alias("baseline"),
     )
-    return scored, groups
+    return compact, groups
 
 
 def _higher_is_better(metric: str) -> bool:
@@ -73,12 +86,43 @@ def _higher_is_better(metric: str) -> bool:
     return info.higher_is_better
 
 
-def _curve(scored: pl.DataFrame) -> pl.DataFrame:
-    """Per (group, run, step): the mean over seeds of the oriented score, and the tokens seen."""
-    return scored.group_by(["gid", "run", "step"]).agg(
+def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
+    """Per (group, run, step): seeds present, raw mean and std across seeds, the curve value (oriented
+    seed mean), mean stderr, tokens; and whether the step is the run's final common step (all seeds)."""
+    cells = compact.group_by(["gid", "rid", "step"]).agg(
+        pl.len().alias("n"),
+        pl.col("score").mean().alias("mean"),
+        pl.col("score").std(ddof=ddof).alias("std"),
         pl.col("oriented").mean().alias("value"),
-        pl.col("tokens").max().alias("tokens"),
-        pl.col("oriented_baseline").first().alias("baseline"),
+        pl.col("baseline").first(),
+        pl.col("stderr").mean(),
+        pl.col("tokens").max(),
+    )
+    run_seeds = compact.group_by(["gid", "rid"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
+    cells = cells.join(run_seeds, on=["gid", "rid"])
+    return cells.with_columns(
+        pl.col("step").max().over(["gid", "rid"]).alias("last_step"),
+        pl.col("step").filter(pl.col("n") == pl.col("run_seeds")).max().over(["gid", "rid"]).alias("final_step"),
+    ).with_columns((pl.col("step") == pl.col("final_step")).fill_null(False).alias("is_final"))
+
+
+def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Per (group, run, seed): Spearman rho in the step window, and the last checkpoints' relative noise."""
+    cfg = config.monotonicity
+    window = pl.lit(True)
+    if cfg.step_min is not None:
+        window = window & (pl.col("step") >= cfg.step_min)
+    if cfg.step_max is not None:
+        window = window & (pl.col("step") <= cfg.step_max)
+    in_window = pl.col("oriented").filter(window)
+    tail = pl.col("score").sort_by("step").tail(config.snr.checkpoint_last_n)
+    return compact.group_by(["gid", "rid", "seed"]).agg(
+        in_window.len().alias("n"),
+        (in_window.max() == in_window.min()).alias("constant"),
+        pl.corr(pl.col("step").filter(window), in_window, method="spearman").alias("rho"),
+        tail.len().alias("tail_n"),
+        tail.std(ddof=0).alias("tail_sd"),
+        tail.mean().alias("tail_mean"),
     )
 
 
@@ -102,32 +146,16 @@ def _reason(cases: list[tuple[pl.Expr, str]]) -> pl.Expr:
 # --------------------------------------------------------------------------------------- monotonicity
 
 
-def _monotonicity(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
+def _monotonicity(series: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
     cfg = config.monotonicity
-    window = scored
-    if cfg.step_min is not None:
-        window = window.filter(pl.col("step") >= cfg.step_min)
-    if cfg.step_max is not None:
-        window = window.filter(pl.col("step") <= cfg.step_max)
-    series = (
-        window.group_by(["gid", "run", "seed"])
-        .agg(
-            pl.len().alias("n"),
-            (pl.col("oriented").max() == pl.col("oriented").min()).alias("constant"),
-            pl.corr("step", "oriented", method="spearman").alias("rho"),
-        )
-        .with_columns(
-            pl.when((pl.col("n") >= cfg.min_checkpoints) & ~pl.col("constant"))
-            .then(pl.col("rho"))
-            .otherwise(None)
-            .alias("rho")
-        )
+    long_enough = pl.col("n") >= cfg.min_checkpoints
+    series = series.with_columns(
+        pl.when(long_enough & ~pl.col("constant")).then(pl.col("rho")).otherwise(None).alias("rho")
     )
     per_group = series.group_by("gid").agg(
         pl.col("rho").mean().alias("monotonicity"),
         pl.col("rho").count().alias("monotonicity_n_series"),
-        (pl.col("constant") & (pl.col("n") >= cfg.min_checkpoints)).sum().alias("monotonicity_n_constant"),
-        (pl.col("n") < cfg.min_checkpoints).sum().alias("n_short"),
+        (pl.col("constant") & long_enough).sum().alias("monotonicity_n_constant"),
     )
     per_group = per_group.with_columns(
         _reason(
@@ -142,7 +170,7 @@ def _monotonicity(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, wi
                 ),
             ]
         ).alias("monotonicity_reason")
-    ).drop("n_short")
+    )
     if with_ci:
         defined = series.filter(pl.col("rho").is_not_null())
         low, high = bootstrap_mean_ci(
@@ -152,11 +180,11 @@ def _monotonicity(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, wi
     return _fill_reason(per_group, groups, "monotonicity_reason", "monotonicity: no checkpoints in the step window")
 
 
-def _monotonicity_ai2(curve: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
+def _monotonicity_ai2(cells: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     """AI2's cheap variant on each run's curve: (rising - falling) / non-zero steps, mean over runs."""
-    diffs = curve.sort(["gid", "run", "step"]).with_columns(pl.col("value").diff().over(["gid", "run"]).alias("d"))
+    diffs = cells.sort(["gid", "rid", "step"]).with_columns(pl.col("value").diff().over(["gid", "rid"]).alias("d"))
     per_run = (
-        diffs.group_by(["gid", "run"])
+        diffs.group_by(["gid", "rid"])
         .agg((pl.col("d") > 0).sum().alias("up"), (pl.col("d") < 0).sum().alias("down"))
         .filter((pl.col("up") + pl.col("down")) > 0)
         .with_columns(((pl.col("up") - pl.col("down")) / (pl.col("up") + pl.col("down"))).alias("m"))
@@ -169,40 +197,13 @@ def _monotonicity_ai2(curve: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
 # ------------------------------------------------------------------------------------------------ SNR
 
 
-def _seed_cells(scored: pl.DataFrame, ddof: int) -> pl.DataFrame:
-    """Per (group, run, step): seeds present, mean and std across seeds; flags each run's final common step."""
-    n_seeds_run = scored.group_by(["gid", "run"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
-    cells = (
-        scored.group_by(["gid", "run", "step"])
-        .agg(
-            pl.len().alias("n"),
-            pl.col("score").mean().alias("mean"),
-            pl.col("score").std(ddof=ddof).alias("std"),
-            pl.col("oriented").mean().alias("oriented_mean"),
-            pl.col("oriented_baseline").first().alias("baseline"),
-            pl.col("stderr").mean().alias("stderr"),
-        )
-        .join(n_seeds_run, on=["gid", "run"])
-    )
-    complete_last = (
-        cells.filter(pl.col("n") == pl.col("run_seeds"))
-        .group_by(["gid", "run"])
-        .agg(pl.col("step").max().alias("final_step"))
-    )
-    return cells.join(complete_last, on=["gid", "run"], how="left").with_columns(
-        (pl.col("step") == pl.col("final_step")).fill_null(False).alias("is_final")
-    )
-
-
-def _seed_snr(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
-    cfg = config.snr
-    cells = _seed_cells(scored, cfg.ddof)
+def _seed_snr(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
     replicated = cells.filter(pl.col("n") >= 2)
     noise = replicated.group_by("gid").agg(pl.col("std").mean().alias("avg_std"))
     signal = (
         cells.filter(pl.col("is_final") & (pl.col("run_seeds") >= 2))
         .group_by("gid")
-        .agg(pl.col("mean").mean().alias("snr_signal"), pl.col("run").n_unique().alias("snr_n_runs"))
+        .agg(pl.col("mean").mean().alias("snr_signal"), pl.len().alias("snr_n_runs"))
     )
     part = (
         groups.select("gid")
@@ -226,7 +227,7 @@ def _seed_snr(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_c
         std_low, std_high = bootstrap_mean_ci(
             replicated.get_column("gid").to_numpy(), replicated.get_column("std").to_numpy(),
             groups.height, config.bootstrap,
-        )
+        )  # fmt: skip
         part = part.join(_ci_frame(std_low, std_high, "avg_std"), on="gid", how="left").with_columns(
             pl.when(pl.col("snr_seed").is_not_null() & (pl.col("avg_std_ci_high") > 0))
             .then(pl.col("snr_signal") / pl.col("avg_std_ci_high"))
@@ -240,26 +241,16 @@ def _seed_snr(scored: pl.DataFrame, groups: pl.DataFrame, config: Config, with_c
     return part
 
 
-def _checkpoint_snr(
-    scored: pl.DataFrame, curve: pl.DataFrame, groups: pl.DataFrame, config: Config
-) -> pl.DataFrame:
+def _checkpoint_snr(series: pl.DataFrame, cells: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame:
     """AI2 Signal and Noise: spread of final scores over runs / relative std of a series' last checkpoints."""
-    last_n = config.snr.checkpoint_last_n
-    tail = scored.filter(pl.col("step").rank("dense", descending=True).over(["gid", "run", "seed"]) <= last_n)
-    per_series = (
-        tail.group_by(["gid", "run", "seed"])
-        .agg(pl.len().alias("n"), pl.col("score").std(ddof=0).alias("sd"), pl.col("score").mean().alias("mu"))
-        .filter((pl.col("n") >= 2) & (pl.col("mu") != 0))
-        .with_columns((pl.col("sd") / pl.col("mu").abs()).alias("noise"))
+    noise = (
+        series.filter((pl.col("tail_n") >= 2) & (pl.col("tail_mean") != 0))
+        .group_by("gid")
+        .agg((pl.col("tail_sd") / pl.col("tail_mean").abs()).mean().alias("checkpoint_noise"))
     )
-    noise = per_series.group_by("gid").agg(pl.col("noise").mean().alias("checkpoint_noise"))
-    finals = (
-        scored.filter(pl.col("step") == pl.col("step").max().over(["gid", "run"]))
-        .group_by(["gid", "run"])
-        .agg(pl.col("score").mean().alias("final"))
-    )
+    finals = cells.filter(pl.col("step") == pl.col("last_step"))
     signal = finals.group_by("gid").agg(
-        ((pl.col("final").max() - pl.col("final").min()) / pl.col("final").mean().abs()).alias("checkpoint_signal"),
+        ((pl.col("mean").max() - pl.col("mean").min()) / pl.col("mean").mean().abs()).alias("checkpoint_signal"),
         pl.len().alias("n_final_runs"),
     )
     return (
@@ -308,32 +299,30 @@ def _choose_snr(out: pl.DataFrame, config: Config) -> pl.DataFrame:
 # ---------------------------------------------------------------------------------------- non-random
 
 
-def _non_randomness(
-    scored: pl.DataFrame, curve: pl.DataFrame, groups: pl.DataFrame, config: Config
-) -> pl.DataFrame:
+def _non_randomness(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
     cfg = config.non_random
-    distance = curve.group_by("gid").agg((pl.col("value").max() - pl.col("baseline").first()).alias("non_random_distance"))
-    cells = _seed_cells(scored, config.snr.ddof)
+    margin = pl.col("value") - pl.col("baseline")
+    distance = cells.group_by("gid").agg(margin.max().alias("non_random_distance"))
     seed_z = (
         cells.filter(pl.col("is_final") & (pl.col("run_seeds") >= 2))
-        .with_columns(_z(pl.col("oriented_mean") - pl.col("baseline"), pl.col("std")).alias("z"))
         .group_by("gid")
-        .agg(pl.col("z").max().alias("z_seed"))
+        .agg(_z(margin, pl.col("std")).max().alias("z_seed"))
     )
     stderr_z = (
-        cells.filter(pl.col("step") == pl.col("step").max().over(["gid", "run"]))
-        .filter(pl.col("stderr").is_not_null())
-        .with_columns(_z(pl.col("oriented_mean") - pl.col("baseline"), pl.col("stderr")).alias("z"))
+        cells.filter((pl.col("step") == pl.col("last_step")) & pl.col("stderr").is_not_null())
         .group_by("gid")
-        .agg(pl.col("z").max().alias("z_stderr"))
+        .agg(_z(margin, pl.col("stderr")).max().alias("z_stderr"))
     )
     use_stderr = pl.col("z_seed").is_null() & pl.lit(cfg.stderr_fallback)
+    no_sigma = "non-random: no seed replicas at a final step" + (" and no stderr" if cfg.stderr_fallback else "")
     return (
         groups.select("gid")
         .join(distance, on="gid", how="left")
         .join(seed_z, on="gid", how="left")
         .join(stderr_z, on="gid", how="left")
-        .with_columns(pl.when(use_stderr).then(pl.col("z_stderr")).otherwise(pl.col("z_seed")).alias("non_random_sigmas"))
+        .with_columns(
+            pl.when(use_stderr).then(pl.col("z_stderr")).otherwise(pl.col("z_seed")).alias("non_random_sigmas")
+        )
         .with_columns(
             (pl.col("non_random_sigmas") > cfg.sigma).alias("three_sigma"),
             pl.when(pl.col("z_seed").is_not_null())
@@ -342,15 +331,7 @@ def _non_randomness(
             .then(pl.lit("stderr"))
             .otherwise(pl.lit(None, dtype=pl.String))
             .alias("three_sigma_kind"),
-            _reason(
-                [
-                    (
-                        pl.col("non_random_sigmas").is_null(),
-                        "non-random: no seed replicas at a final step"
-                        + ("" if not cfg.stderr_fallback else " and no stderr"),
-                    )
-                ]
-            ).alias("non_random_reason"),
+            _reason([(pl.col("non_random_sigmas").is_null(), no_sigma)]).alias("non_random_reason"),
         )
         .drop("z_seed", "z_stderr")
     )
@@ -372,11 +353,11 @@ def _z(margin: pl.Expr, sigma: pl.Expr) -> pl.Expr:
 # --------------------------------------------------------------------------------------- consistency
 
 
-def _dense_cube(curve: pl.DataFrame, n_groups: int) -> np.ndarray:
+def _dense_cube(cells: pl.DataFrame, n_groups: int) -> np.ndarray:
     """(group x step-index x run-index) array of curve values (NaN = missing); indices are dense ranks."""
-    indexed = curve.with_columns(
+    indexed = cells.with_columns(
         (pl.col("step").rank("dense").over("gid") - 1).cast(pl.Int64).alias("j"),
-        (pl.col("run").rank("dense").over("gid") - 1).cast(pl.Int64).alias("r"),
+        (pl.col("rid").rank("dense").over("gid") - 1).cast(pl.Int64).alias("r"),
     )
     n_steps = int(indexed.get_column("j").max() or 0) + 1 if indexed.height else 1
     n_runs = int(indexed.get_column("r").max() or 0) + 1 if indexed.height else 1
@@ -410,16 +391,16 @@ def kendall_between(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndar
     return tau, n
 
 
-def _consistency(curve: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
+def _consistency(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
     cfg = config.consistency
-    has_tokens = curve.group_by("gid").agg(pl.col("tokens").is_not_null().all().alias("has_tokens"))
-    eligible = curve.join(has_tokens, on="gid").filter(
+    has_tokens = cells.group_by("gid").agg(pl.col("tokens").is_not_null().all().alias("has_tokens"))
+    eligible = cells.join(has_tokens, on="gid").filter(
         pl.when(pl.col("has_tokens"))
         .then(pl.col("tokens") >= cfg.min_tokens)
         .otherwise(pl.col("step") >= (cfg.min_step if cfg.min_step is not None else 0))
         & (pl.col("has_tokens") | pl.lit(cfg.min_step is not None or cfg.min_tokens <= 0))
     )
-    cube = _dense_cube(eligible.select("gid", "run", "step", "value"), groups.height)
+    cube = _dense_cube(eligible.select("gid", "rid", "step", "value"), groups.height)
     tau, _ = kendall_between(cube[:, :-1, :], cube[:, 1:, :], cfg.variant)
     pair_defined = ~np.isnan(tau)
     pair_exists = (~np.isnan(cube[:, :-1, :])).any(axis=-1) & (~np.isnan(cube[:, 1:, :])).any(axis=-1)
@@ -469,11 +450,11 @@ def _consistency(curve: pl.DataFrame, groups: pl.DataFrame, config: Config, with
 # ---------------------------------------------------------------------------------- decision accuracy
 
 
-def _decision_accuracy(curve: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
+def _decision_accuracy(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
     """Share of run pairs ordered the same at the early step and the final step (ties count 0.5)."""
-    n_runs = curve.group_by("gid").agg(pl.col("run").n_unique().alias("runs"))
+    n_runs = cells.group_by("gid").agg(pl.col("rid").n_unique().alias("runs"))
     common = (
-        curve.group_by(["gid", "step"])
+        cells.group_by(["gid", "step"])
         .agg(pl.len().alias("present"))
         .join(n_runs, on="gid")
         .filter(pl.col("present") == pl.col("runs"))
@@ -489,10 +470,10 @@ def _decision_accuracy(curve: pl.DataFrame, groups: pl.DataFrame, config: Config
         .agg(pl.col("step").max().alias("decision_step"))
     )
     steps = final.join(early, on="gid", how="inner")
-    at = curve.join(steps, on="gid").filter(
+    at = cells.select("gid", "rid", "step", "value").join(steps, on="gid").filter(
         (pl.col("step") == pl.col("final_step")) | (pl.col("step") == pl.col("decision_step"))
     )
-    cube = _dense_cube(at.select("gid", "run", "step", "value"), groups.height)
+    cube = _dense_cube(at.select("gid", "rid", "step", "value"), groups.height)
     accuracy = np.full(groups.height, np.nan)
     if cube.shape[1] == 2:
         accuracy = _pair_agreement(cube[:, 0, :], cube[:, 1, :])
