@@ -62,7 +62,12 @@ class BootstrapConfig:
 class SelectionConfig:
     require: tuple[str, ...] = ("monotonicity", "snr", "non_random")
     metric_preference: tuple[str, ...] = (
-        "acc_norm_token", "acc_norm", "acc_norm_pmi", "acc", "f1", "exact_match",
+        "acc_norm_token",
+        "acc_norm",
+        "acc_norm_pmi",
+        "acc",
+        "f1",
+        "exact_match",
     )
     categories: tuple[str, ...] = ("GK", "RC", "RES", "NLU", "GEN")
 

@@ -19,7 +19,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         write(tmp)
-        os.replace(tmp, path)
+        tmp.replace(path)  # atomic rename (os.replace)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -27,7 +27,10 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
 
 
 def atomic_write_text(path: Path, text: str) -> Path:
-    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    def write(tmp: Path) -> None:
+        tmp.write_text(text, encoding="utf-8")
+
+    return atomic_write(path, write)
 
 
 def write_csv_atomic(frame: pl.DataFrame, path: Path) -> Path:

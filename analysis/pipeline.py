@@ -89,7 +89,10 @@ def _figures(
     paths: dict[str, Path] = {}
     for row in chosen.iter_rows(named=True):
         paths[f"curves_{row['task']}"] = plot_training_curves(
-            table, row["task"], row["fewshot"], figures_dir / "curves" / f"{row['task']}.png",
+            table,
+            row["task"],
+            row["fewshot"],
+            figures_dir / "curves" / f"{row['task']}.png",
             highlight_metric=row["metric"],
         )
         done += 1
@@ -97,8 +100,11 @@ def _figures(
             progress("figures", done, total)
     for language in languages:
         paths[f"criteria_{language}"] = plot_criteria_overview(
-            selection.decisions, language, figures_dir / f"criteria_{language}.png",
-            monotonicity_min=config.monotonicity.min, snr_min=config.snr.min,
+            selection.decisions,
+            language,
+            figures_dir / f"criteria_{language}.png",
+            monotonicity_min=config.monotonicity.min,
+            snr_min=config.snr.min,
         )
         done += 1
         if progress:

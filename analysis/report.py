@@ -85,7 +85,14 @@ def _dropped_table(dropped: pl.DataFrame) -> str:
 def _ranking_section(result: AggregateResult) -> list[str]:
     ranking = result.ranking
     score_cols = [c for c in ranking.columns if c.startswith("score_")]
-    header = ["run", *[c.removeprefix("score_") for c in score_cols], "mean rank", "Borda", "win rate", "missing"]
+    header = [
+        "run",
+        *[c.removeprefix("score_") for c in score_cols],
+        "mean rank",
+        "Borda",
+        "win rate",
+        "missing",
+    ]
     rows = [
         [
             f"`{r['run']}`",
@@ -150,12 +157,15 @@ def render_report(
     for language in languages:
         rows = chosen.filter(pl.col("language") == language)
         kept = rows.filter(pl.col("kept"))
-        counts = ", ".join(
-            f"{c} {kept.filter(pl.col('category') == c).height}" for c in config.selection.categories
-        )
+        counts = ", ".join(f"{c} {kept.filter(pl.col('category') == c).height}" for c in config.selection.categories)
         flags = [f for f in selection.coverage if f.language == language]
         summary_rows.append(
-            [language, f"{kept.height}/{rows.height}", counts, "; ".join(f"{f.suite}: no {f.category}" for f in flags)]
+            [
+                language,
+                f"{kept.height}/{rows.height}",
+                counts,
+                "; ".join(f"{f.suite}: no {f.category}" for f in flags),
+            ]
         )
     lines += [_table(["language", "kept/tasks", "kept per category", "coverage gaps"], summary_rows), ""]
     if aggregate is not None:

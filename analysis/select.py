@@ -104,10 +104,7 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
     passes = pl.all_horizontal([pl.col(f"{c}_pass").fill_null(False) for c in required])
     # the weakest required criterion sets the margin; a not-measurable one counts as -1
     margin = pl.min_horizontal(
-        [
-            pl.when(pl.col(f"{c}_pass").is_null()).then(-1.0).otherwise(pl.col(f"m_{c}").fill_null(1.0))
-            for c in required
-        ]
+        [pl.when(pl.col(f"{c}_pass").is_null()).then(-1.0).otherwise(pl.col(f"m_{c}").fill_null(1.0)) for c in required]
     )
     return judged.with_columns(passes.alias("passes"), margin.fill_nan(-1.0).alias("margin"))
 
@@ -164,7 +161,10 @@ def criterion_texts(row: dict, config: Config) -> dict[str, tuple[bool | None, s
         texts["snr"] = (None, row.get("snr_reason") or "snr not measurable")
     else:
         op = ">=" if row["snr_pass"] else "<"
-        texts["snr"] = (row["snr_pass"], f"snr {_fmt(row['snr'], 1)} {op} {_fmt(row['snr_min'], 1)} ({snr_kind})")
+        texts["snr"] = (
+            row["snr_pass"],
+            f"snr {_fmt(row['snr'], 1)} {op} {_fmt(row['snr_min'], 1)} ({snr_kind})",
+        )
     sigmas = row["non_random_sigmas"]
     texts["non_random"] = (
         row["non_random_pass"],
@@ -242,9 +242,7 @@ def _coverage(decisions: pl.DataFrame, config: Config) -> list[CoverageFlag]:
                 if candidates.height == 0:
                     flags.append(CoverageFlag(language, suite, category, None, "no candidate"))
                     continue
-                best = candidates.sort(["margin", "task"], descending=[True, False], nulls_last=True).row(
-                    0, named=True
-                )
+                best = candidates.sort(["margin", "task"], descending=[True, False], nulls_last=True).row(0, named=True)
                 flags.append(
                     CoverageFlag(language, suite, category, f"{best['task']} ({best['metric']})", best["reason"])
                 )

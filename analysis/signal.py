@@ -137,10 +137,10 @@ def _fill_reason(frame: pl.DataFrame, groups: pl.DataFrame, reason_col: str, def
 
 def _reason(cases: list[tuple[pl.Expr, str]]) -> pl.Expr:
     """First matching case gives the reason; null (measurable) otherwise."""
-    expr = pl.when(cases[0][0]).then(pl.lit(cases[0][1]))
-    for condition, text in cases[1:]:
-        expr = expr.when(condition).then(pl.lit(text))
-    return expr.otherwise(pl.lit(None, dtype=pl.String))
+    expr: pl.Expr = pl.lit(None, dtype=pl.String)
+    for condition, text in reversed(cases):
+        expr = pl.when(condition).then(pl.lit(text)).otherwise(expr)
+    return expr
 
 
 # --------------------------------------------------------------------------------------- monotonicity
@@ -174,7 +174,10 @@ def _monotonicity(series: pl.DataFrame, groups: pl.DataFrame, config: Config, wi
     if with_ci:
         defined = series.filter(pl.col("rho").is_not_null())
         low, high = bootstrap_mean_ci(
-            defined.get_column("gid").to_numpy(), defined.get_column("rho").to_numpy(), groups.height, config.bootstrap
+            defined.get_column("gid").to_numpy(),
+            defined.get_column("rho").to_numpy(),
+            groups.height,
+            config.bootstrap,
         )
         per_group = per_group.join(_ci_frame(low, high, "monotonicity"), on="gid", how="left")
     return _fill_reason(per_group, groups, "monotonicity_reason", "monotonicity: no checkpoints in the step window")
@@ -185,7 +188,10 @@ def _monotonicity_ai2(cells: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
     diffs = cells.sort(["gid", "rid", "step"]).with_columns(pl.col("value").diff().over(["gid", "rid"]).alias("d"))
     per_run = (
         diffs.group_by(["gid", "rid"])
-        .agg((pl.col("d") > 0).sum().alias("up"), (pl.col("d") < 0).sum().alias("down"))
+        .agg(
+            (pl.col("d") > 0).sum().cast(pl.Float64).alias("up"),  # float: up - down may be negative
+            (pl.col("d") < 0).sum().cast(pl.Float64).alias("down"),
+        )
         .filter((pl.col("up") + pl.col("down")) > 0)
         .with_columns(((pl.col("up") - pl.col("down")) / (pl.col("up") + pl.col("down"))).alias("m"))
     )
@@ -265,7 +271,10 @@ def _checkpoint_snr(series: pl.DataFrame, cells: pl.DataFrame, groups: pl.DataFr
                 [
                     (pl.col("n_final_runs") < 2, "checkpoint snr: needs >= 2 runs for the signal"),
                     (pl.col("checkpoint_noise").is_null(), "checkpoint snr: no series with >= 2 checkpoints"),
-                    (pl.col("checkpoint_noise") == 0, "checkpoint snr: last checkpoints are constant (zero noise)"),
+                    (
+                        pl.col("checkpoint_noise") == 0,
+                        "checkpoint snr: last checkpoints are constant (zero noise)",
+                    ),
                 ]
             ).alias("snr_checkpoint_reason"),
         )
@@ -338,15 +347,15 @@ def _non_randomness(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -
 
 
 def _z(margin: pl.Expr, sigma: pl.Expr) -> pl.Expr:
-    """margin / sigma, with +-inf for a zero sigma and a non-zero margin (0 / 0 counts as 0 sigmas)."""
+    """margin / sigma; for a zero sigma +-inf, or 0 when the margin is 0 up to float rounding."""
     return (
         pl.when(sigma > 0)
         .then(margin / sigma)
+        .when(margin.abs() <= 1e-12)
+        .then(pl.lit(0.0))
         .when(margin > 0)
         .then(pl.lit(float("inf")))
-        .when(margin < 0)
-        .then(pl.lit(float("-inf")))
-        .otherwise(pl.lit(0.0))
+        .otherwise(pl.lit(float("-inf")))
     )
 
 
@@ -359,20 +368,22 @@ def _dense_cube(cells: pl.DataFrame, n_groups: int) -> np.ndarray:
         (pl.col("step").rank("dense").over("gid") - 1).cast(pl.Int64).alias("j"),
         (pl.col("rid").rank("dense").over("gid") - 1).cast(pl.Int64).alias("r"),
     )
-    n_steps = int(indexed.get_column("j").max() or 0) + 1 if indexed.height else 1
-    n_runs = int(indexed.get_column("r").max() or 0) + 1 if indexed.height else 1
+    n_steps = int(indexed.get_column("j").to_numpy().max(initial=0)) + 1
+    n_runs = int(indexed.get_column("r").to_numpy().max(initial=0)) + 1
     cube = np.full((n_groups, n_steps, n_runs), np.nan)
-    cube[indexed.get_column("gid").to_numpy(), indexed.get_column("j").to_numpy(), indexed.get_column("r").to_numpy()] = (
-        indexed.get_column("value").to_numpy()
-    )
+    cube[
+        indexed.get_column("gid").to_numpy(),
+        indexed.get_column("j").to_numpy(),
+        indexed.get_column("r").to_numpy(),
+    ] = indexed.get_column("value").to_numpy()
     return cube
 
 
 def kendall_between(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndarray, np.ndarray]:
     """Kendall's tau between x[..., r] and y[..., r] over the runs r present in both (NaN = absent).
 
-    Returns (tau, number of runs used); tau is NaN when undefined (fewer than 2 runs, or all tied for
-    tau-b). tau-b = sum(sx*sy) / sqrt(sum(sx^2) * sum(sy^2)) over pair signs, which is scipy's tau-b.
+    Returns (tau, number of runs used); tau is NaN when undefined (fewer than 2 runs, or one side all
+    tied). tau-b = sum(sx*sy) / sqrt(sum(sx^2) * sum(sy^2)) over pair signs, which is scipy's tau-b.
     """
     present = ~np.isnan(x) & ~np.isnan(y)
     x0 = np.where(present, x, 0.0)
@@ -382,12 +393,10 @@ def kendall_between(x: np.ndarray, y: np.ndarray, variant: str) -> tuple[np.ndar
     sy = np.sign(y0[..., :, None] - y0[..., None, :]) * both
     numerator = (sx * sy).sum(axis=(-1, -2))
     n = present.sum(axis=-1)
-    if variant == "tau_a":
-        denominator = (n * (n - 1)).astype(float)
-    else:
-        denominator = np.sqrt((sx * sx).sum(axis=(-1, -2)) * (sy * sy).sum(axis=(-1, -2)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = np.where((n >= 2) & (denominator > 0), numerator / np.where(denominator > 0, denominator, 1), np.nan)
+    tau_b_denominator = np.sqrt((sx * sx).sum(axis=(-1, -2)) * (sy * sy).sum(axis=(-1, -2)))
+    denominator = (n * (n - 1)).astype(float) if variant == "tau_a" else tau_b_denominator
+    defined = (n >= 2) & (tau_b_denominator > 0)  # all tied on one side: undefined for both variants
+    tau = np.where(defined, numerator / np.where(defined, denominator, 1.0), np.nan)
     return tau, n
 
 
@@ -441,8 +450,10 @@ def _consistency(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with
         g_idx, j_idx = np.nonzero(pair_defined)
         low, high = bootstrap_mean_ci(g_idx, tau[g_idx, j_idx], groups.height, config.bootstrap)
         part = part.join(_ci_frame(low, high, "consistency"), on="gid", how="left").with_columns(
-            [pl.when(pl.col("consistency").is_null()).then(None).otherwise(pl.col(c)).alias(c) for c in
-             ("consistency_ci_low", "consistency_ci_high")]
+            [
+                pl.when(pl.col("consistency").is_null()).then(None).otherwise(pl.col(c)).alias(c)
+                for c in ("consistency_ci_low", "consistency_ci_high")
+            ]
         )
     return part
 
@@ -470,8 +481,10 @@ def _decision_accuracy(cells: pl.DataFrame, groups: pl.DataFrame, config: Config
         .agg(pl.col("step").max().alias("decision_step"))
     )
     steps = final.join(early, on="gid", how="inner")
-    at = cells.select("gid", "rid", "step", "value").join(steps, on="gid").filter(
-        (pl.col("step") == pl.col("final_step")) | (pl.col("step") == pl.col("decision_step"))
+    at = (
+        cells.select("gid", "rid", "step", "value")
+        .join(steps, on="gid")
+        .filter((pl.col("step") == pl.col("final_step")) | (pl.col("step") == pl.col("decision_step")))
     )
     cube = _dense_cube(at.select("gid", "rid", "step", "value"), groups.height)
     accuracy = np.full(groups.height, np.nan)

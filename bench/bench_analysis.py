@@ -132,7 +132,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     args = parser.parse_args()
-    shape = {"n_tasks": args.tasks, "n_metrics": 4, "n_runs": args.runs, "n_seeds": args.seeds, "n_steps": args.steps}
+    shape = {
+        "n_tasks": args.tasks,
+        "n_metrics": 4,
+        "n_runs": args.runs,
+        "n_seeds": args.seeds,
+        "n_steps": args.steps,
+    }
     fast = _in_child(_run_polars, shape, args.repeats)
     print(f"table: {fast['rows']:,} rows, {fast['groups']} (task, metric) groups  {shape}")
     print(f"polars  criteria                     {fast['best']['criteria']:7.3f} s (best of {args.repeats})")
@@ -149,7 +155,10 @@ def main() -> None:
     print(f"equal results: {compared:,} statistic values agree (rtol 1e-9)")
     print(f"selection kept {fast['kept']} tasks; ranked {fast['runs_ranked']} runs")
     if args.json:
-        summary = {k: v for k, v in fast.items() if k != "signal"} | {"pandas_seconds": slow["criteria"], "ratio": ratio}
+        summary = {k: v for k, v in fast.items() if k != "signal"} | {
+            "pandas_seconds": slow["criteria"],
+            "ratio": ratio,
+        }
         args.json.write_text(json.dumps(summary, indent=2))
     failures = []
     if fast["best"]["total"] >= TARGET_SECONDS:

@@ -32,7 +32,8 @@ TaskInfoOpt = Annotated[
                  "for lm-evaluation-harness tasks the builtin table lacks."),
 ]  # fmt: skip
 TokensOpt = Annotated[
-    int | None, typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has no token counts).")
+    int | None,
+    typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has no token counts)."),
 ]
 SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
 
@@ -87,7 +88,9 @@ def select_command(
     _print_summary(output.selection.decisions)
     for flag in output.selection.coverage:
         console.print(f"[yellow]coverage:[/] {flag.describe()}")
-    console.print(f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md" + (", figures/" if figures else ""))
+    console.print(
+        f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md" + (", figures/" if figures else "")
+    )
 
 
 def _print_summary(decisions: pl.DataFrame) -> None:

@@ -353,9 +353,7 @@ def test_only_lower_is_better_selection() -> None:
 
 
 def test_task_selected_twice() -> None:
-    selected = pl.concat(
-        [selection(["yor_gk"]), pl.DataFrame({"task": ["yor_gk"], "fewshot": [0], "metric": ["acc"]})]
-    )
+    selected = pl.concat([selection(["yor_gk"]), pl.DataFrame({"task": ["yor_gk"], "fewshot": [0], "metric": ["acc"]})])
     with pytest.raises(AggregateError, match="yor_gk"):
         aggregate(hand_table(), selected, CLIP)
 

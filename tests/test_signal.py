@@ -272,7 +272,9 @@ def test_rank_statistics_invariant_to_a_constant_shift(seed, shift):
     table = random_table(seed, n_runs=4, n_seeds=2, n_steps=6, grid=64)  # exact sums: ties stay ties
     shifted = table.with_columns(pl.col("score") + shift)
     _assert_frames_close(
-        compute_signal(table, CONFIG, with_ci=False), compute_signal(shifted, CONFIG, with_ci=False), RANK_STATS
+        compute_signal(table, CONFIG, with_ci=False),
+        compute_signal(shifted, CONFIG, with_ci=False),
+        RANK_STATS,
     )
 
 
