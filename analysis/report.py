@@ -139,7 +139,7 @@ def render_report(
     lines = [
         "# FineTasks selection report",
         "",
-        f"Source: `{load_report.source}` — {load_report.n_rows:,} rows. {load_report.summary()}",
+        f"Source: {load_report.summary()}",
         "",
         f"{chosen.height} tasks, {decisions.height} (task, metric) candidates, {len(languages)} languages; "
         f"{selection.kept.height} tasks kept.",

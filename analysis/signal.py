@@ -100,10 +100,15 @@ def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
     )
     run_seeds = compact.group_by(["gid", "rid"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
     cells = cells.join(run_seeds, on=["gid", "rid"])
-    return cells.with_columns(
-        pl.col("step").max().over(["gid", "rid"]).alias("last_step"),
-        pl.col("step").filter(pl.col("n") == pl.col("run_seeds")).max().over(["gid", "rid"]).alias("final_step"),
-    ).with_columns((pl.col("step") == pl.col("final_step")).fill_null(False).alias("is_final"))
+    # sorted: group-by output order varies between runs, and float sums downstream must not
+    return (
+        cells.sort(["gid", "rid", "step"])
+        .with_columns(
+            pl.col("step").max().over(["gid", "rid"]).alias("last_step"),
+            pl.col("step").filter(pl.col("n") == pl.col("run_seeds")).max().over(["gid", "rid"]).alias("final_step"),
+        )
+        .with_columns((pl.col("step") == pl.col("final_step")).fill_null(False).alias("is_final"))
+    )
 
 
 def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
@@ -116,14 +121,18 @@ def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
         window = window & (pl.col("step") <= cfg.step_max)
     in_window = pl.col("oriented").filter(window)
     tail = pl.col("score").sort_by("step").tail(config.snr.checkpoint_last_n)
-    return compact.group_by(["gid", "rid", "seed"]).agg(
-        in_window.len().alias("n"),
-        (in_window.max() == in_window.min()).alias("constant"),
-        pl.corr(pl.col("step").filter(window), in_window, method="spearman").alias("rho"),
-        tail.len().alias("tail_n"),
-        tail.std(ddof=0).alias("tail_sd"),
-        tail.mean().alias("tail_mean"),
-    )
+    return (
+        compact.group_by(["gid", "rid", "seed"])
+        .agg(
+            in_window.len().alias("n"),
+            (in_window.max() == in_window.min()).alias("constant"),
+            pl.corr(pl.col("step").filter(window), in_window, method="spearman").alias("rho"),
+            tail.len().alias("tail_n"),
+            tail.std(ddof=0).alias("tail_sd"),
+            tail.mean().alias("tail_mean"),
+        )
+        .sort(["gid", "rid", "seed"])
+    )  # deterministic order for the float means over series
 
 
 def _fill_reason(frame: pl.DataFrame, groups: pl.DataFrame, reason_col: str, default: str) -> pl.DataFrame:
@@ -193,6 +202,7 @@ def _monotonicity_ai2(cells: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
             (pl.col("d") < 0).sum().cast(pl.Float64).alias("down"),
         )
         .filter((pl.col("up") + pl.col("down")) > 0)
+        .sort(["gid", "rid"])  # deterministic float mean below
         .with_columns(((pl.col("up") - pl.col("down")) / (pl.col("up") + pl.col("down"))).alias("m"))
     )
     return groups.select("gid").join(
