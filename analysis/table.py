@@ -1,11 +1,38 @@
 """The score table: one row per measurement, the contract between evaluation and analysis.
 
 Columns and types are those of DESIGN.md; the key (run, seed, step, task, fewshot, metric) is unique.
+
+Usage::
+
+    frame, report = read_scores("scores.parquet")          # or .csv, or lm-eval-harness JSON
+    print(report.summary())
+    frame, report = validate(my_frame, source="my sweep")  # any producer's frame
+    write_scores(frame, "out/scores.parquet")              # atomic: temp file, then rename
+
+Every problem raises `ScoreTableError` naming the input, the column(s), a few offending rows, their
+count and the fix. One documented exception: a NaN score means the evaluation produced no number (a
+crashed task, an empty split); such rows are dropped, counted and shown in the `LoadReport`.
+
+Nothing loops over rows or groups in Python: rules about single values are masks counted in one
+pass, rules across rows are lazy group-bys collected together, and the sort goes through one int64
+key. On a busy 2-core machine a million rows validate in about 0.3 s when already in KEY order
+(a table this module wrote) and 0.6-0.7 s when shuffled.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import secrets
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
 import polars as pl
+
+from analysis.metrics import known_metric_help, metric_info
 
 SCHEMA: dict[str, pl.DataType] = {
     "run": pl.String(),
@@ -32,3 +59,765 @@ FORMULATIONS: tuple[str, ...] = ("CF", "MCF", "HYBRID", "GEN", "PPL")
 
 class ScoreTableError(ValueError):
     """A score table that cannot be analysed; the message names the input at fault and the fix."""
+
+
+NAN_POLICY = (
+    "a NaN score means the evaluation produced no number (e.g. a crashed task); "
+    "such rows are dropped and counted in the load report"
+)
+ACCEPTED_FORMATS = "a .parquet or .csv score table, an lm-evaluation-harness result .json file, or a directory of them"
+_MAX_EXAMPLES = 5
+
+
+# --------------------------------------------------------------------------------------------------
+# Load report
+
+
+@dataclass
+class LoadReport:
+    """What loading did besides returning rows: dropped NaN scores and other notes, for the log."""
+
+    source: str
+    n_rows: int
+    dropped_nan: int = 0
+    dropped_nan_examples: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One or two human lines: rows kept, rows dropped for NaN, notes."""
+        line = f"{self.source}: {self.n_rows:,} rows"
+        if self.dropped_nan:
+            line += (
+                f"; dropped {self.dropped_nan:,} row(s) with a NaN score (no number produced), "
+                f"e.g. {self.dropped_nan_examples[0]}"
+            )
+        if not self.notes:
+            return line
+        return f"{line}\nnotes: {'; '.join(self.notes)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Error rendering
+
+
+def _fmt(value: object) -> str:
+    """A cell as text; None as `null` so a null seed is visible."""
+    return "null" if value is None else str(value)
+
+
+def _render_rows(frame: pl.DataFrame, columns: Sequence[str]) -> list[str]:
+    """Up to five rows as `run=.. seed=.. ..` plus `columns`; only key columns that exist are shown."""
+    shown = [c for c in KEY if c in frame.columns] + [c for c in columns if c not in KEY]
+    rows = frame.head(_MAX_EXAMPLES).select(shown).rows(named=True)
+    return [" ".join(f"{c}={_fmt(row[c])}" for c in shown) for row in rows]
+
+
+def _problem(columns: Sequence[str], count: int, what: str, examples: Sequence[str], fix: str) -> str:
+    """One problem paragraph: column(s), count, what is wrong, examples, fix."""
+    names = ", ".join(f"'{c}'" for c in columns)
+    lines = [f"column {names}: {count:,} {what}, e.g."]
+    lines += [f"    {e}" for e in examples[:_MAX_EXAMPLES]]
+    lines.append(f"  fix: {fix}")
+    return "\n".join(lines)
+
+
+def _raise(source: str, problems: Sequence[str]) -> NoReturn:
+    """Raise one error carrying every problem found at the same stage."""
+    if len(problems) == 1:
+        raise ScoreTableError(f"{source}: {problems[0]}")
+    body = "\n".join(f"- {p}" for p in problems)
+    raise ScoreTableError(f"{source}: {len(problems)} problems in the score table:\n{body}")
+
+
+def _schema_help() -> str:
+    """The expected schema, for messages about missing columns."""
+    return ", ".join(f"{c} ({SCHEMA[c]}{', nullable' if c in NULLABLE else ''})" for c in COLUMNS)
+
+
+# --------------------------------------------------------------------------------------------------
+# Validation stages
+
+
+def _select_columns(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[str]]:
+    """Require every schema column; drop extras with a note (producers often add their own)."""
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise ScoreTableError(
+            f"{source}: missing column(s) {', '.join(missing)}; the score table needs {_schema_help()}. "
+            "fix: add the missing columns (nullable ones may be left empty)"
+        )
+    extra = [c for c in frame.columns if c not in SCHEMA]
+    notes = [f"dropped extra columns not in the schema: {', '.join(extra)}"] if extra else []
+    return frame.select(COLUMNS), notes
+
+
+def _castable(dtype: pl.DataType) -> bool:
+    """Types a schema column may arrive as: text, numbers, categoricals, all-null."""
+    return dtype.is_numeric() or isinstance(dtype, pl.String | pl.Categorical | pl.Enum | pl.Null)
+
+
+def _cast_expr(name: str, source_dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
+    """(cast value, mask of values the cast would lose) for one column; strict in effect, lenient in form.
+
+    Integers may arrive as text `3.0` or as floats (what pandas writes for a nullable int column);
+    they are accepted when whole. A NaN in a nullable integer column is pandas' null.
+    """
+    col, target = pl.col(name), SCHEMA[name]
+    if source_dtype == target:
+        return col, pl.lit(False)
+    if target == pl.Int64() and (source_dtype.is_float() or source_dtype == pl.String()):
+        as_float = col.cast(pl.Float64, strict=False)
+        if name in NULLABLE:
+            as_float = as_float.fill_nan(None)
+        whole = as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**63)
+        from_float = pl.when(whole).then(as_float.cast(pl.Int64, strict=False))
+        direct = col.cast(pl.Int64, strict=False) if source_dtype == pl.String() else pl.lit(None)
+        value = pl.coalesce(direct, from_float)
+        lost = col.is_not_null() & value.is_null()
+        if name in NULLABLE and source_dtype.is_float():
+            lost = lost & ~col.is_nan()
+        return value, lost
+    value = col.cast(target, strict=False)
+    return value, col.is_not_null() & value.is_null()
+
+
+def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
+    """Cast every column to its schema type; values that would be lost are an error, not a null."""
+    wrong = [c for c in COLUMNS if not _castable(frame.schema[c])]
+    if wrong:
+        raise ScoreTableError(
+            f"{source}: column(s) {', '.join(f'{c!r} has type {frame.schema[c]}' for c in wrong)}; "
+            f"expected {', '.join(f'{c}: {SCHEMA[c]}' for c in wrong)}. fix: store plain values"
+        )
+    exprs = {c: _cast_expr(c, frame.schema[c]) for c in COLUMNS}
+    lost = frame.select(*(mask.sum().alias(c) for c, (_, mask) in exprs.items())).row(0, named=True)
+    problems = []
+    for c in (c for c in COLUMNS if lost[c]):
+        bad = frame.filter(exprs[c][1])
+        values = ", ".join(repr(v) for v in bad.get_column(c).unique(maintain_order=True).head(5))
+        problems.append(
+            _problem(
+                [c],
+                lost[c],
+                f"value(s) cannot be read as {SCHEMA[c]} (bad values: {values})",
+                _render_rows(bad, [c]),
+                f"write {'whole numbers' if SCHEMA[c] == pl.Int64() else 'numbers'} in '{c}'"
+                + (" or leave the cell empty" if c in NULLABLE else ""),
+            )
+        )
+    if problems:
+        _raise(source, problems)
+    return frame.select(*(value.alias(c) for c, (value, _) in exprs.items()))
+
+
+def _check_nulls(frame: pl.DataFrame, source: str) -> None:
+    """Only seed, tokens and stderr may be missing; a missing key or score is a broken producer."""
+    required = [c for c in COLUMNS if c not in NULLABLE]
+    counts = frame.select(pl.col(required).null_count()).row(0, named=True)
+    problems = [
+        _problem(
+            [c],
+            counts[c],
+            "row(s) are null (empty)",
+            _render_rows(frame.filter(pl.col(c).is_null()), [c]),
+            f"fill '{c}'; only {', '.join(sorted(NULLABLE))} may be empty"
+            + ("; a score the evaluation did not produce should be NaN" if c == "score" else ""),
+        )
+        for c in required
+        if counts[c]
+    ]
+    if problems:
+        _raise(source, problems)
+
+
+def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
+    """Apply the NaN policy: drop rows whose score is NaN, returning how many and a few keys."""
+    nan = pl.col("score").is_nan()
+    count = int(frame.select(nan.sum()).item())
+    if not count:
+        return frame, 0, []
+    return frame.filter(~nan), count, _render_rows(frame.filter(nan), [])
+
+
+def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """A NaN stderr is an unknown stderr: store it as null, with a note."""
+    count = int(frame.select(pl.col("stderr").is_nan().sum()).item())
+    if not count:
+        return frame, []
+    note = f"set {count:,} NaN stderr values to null (unknown)"
+    return frame.with_columns(pl.col("stderr").fill_nan(None)), [note]
+
+
+# --------------------------------------------------------------------------------------------------
+# Content checks. Rules about single values are masks counted in one pass; rules across rows are lazy
+# group-bys run together; the sort goes through one int64 key (sorting six columns, three of them
+# strings, would cost seconds on a million rows).
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One rule about single values: the rows it flags, what is wrong with them, how to fix it."""
+
+    columns: tuple[str, ...]
+    mask: pl.Expr
+    what: str
+    fix: str
+
+
+def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
+    """Unknown metric names, and bounded metrics outside [0, 1]."""
+    names = sorted(set(metrics))
+    unknown = [m for m in names if metric_info(m) is None]
+    bounded = [m for m in names if (info := metric_info(m)) is not None and info.bounded]
+    score = pl.col("score")
+    return [
+        _Check(
+            ("metric",),
+            pl.col("metric").is_in(unknown),
+            f"row(s) have a metric the analysis does not know ({', '.join(unknown)})",
+            f"rename to a known metric or drop those rows; {known_metric_help()}",
+        ),
+        _Check(
+            ("metric", "score"),
+            pl.col("metric").is_in(bounded) & ((score < 0) | (score > 1)),
+            "row(s) have a score outside [0, 1] for a metric bounded to [0, 1]",
+            "store accuracies and F1 as fractions in [0, 1], not percentages",
+        ),
+    ]
+
+
+def _row_checks() -> list[_Check]:
+    """Rules about single values."""
+    stderr = pl.col("stderr")
+    checks = [
+        _Check(
+            ("score",),
+            pl.col("score").is_infinite(),
+            "row(s) have an infinite score",
+            "store the finite value, or NaN when the evaluation produced no number",
+        ),
+        _Check(
+            ("stderr",),
+            stderr.is_infinite() | (stderr < 0),
+            "row(s) have an infinite or negative stderr",
+            "store a finite stderr >= 0, or leave it empty when unknown",
+        ),
+        _Check(
+            ("category",),
+            ~pl.col("category").is_in(CATEGORIES),
+            f"row(s) have a category outside {', '.join(CATEGORIES)}",
+            "use one of the categories (upper case)",
+        ),
+        _Check(
+            ("formulation",),
+            ~pl.col("formulation").is_in(FORMULATIONS),
+            f"row(s) have a formulation outside {', '.join(FORMULATIONS)}",
+            "use one of the formulations (upper case)",
+        ),
+        _Check(
+            ("random_baseline",),
+            ~pl.col("random_baseline").is_finite(),
+            "row(s) have a random_baseline that is not finite",
+            "store the expected score of random guessing (a finite number)",
+        ),
+    ]
+    checks += [
+        _Check((c,), pl.col(c) < 0, f"row(s) have a negative {c}", f"'{c}' counts from 0")
+        for c in ("step", "fewshot", "tokens")
+    ]
+    return checks
+
+
+def _run_checks(frame: pl.DataFrame, source: str, checks: Sequence[_Check]) -> None:
+    """Count every rule's rows in one pass; report every failing rule with examples."""
+    counts = frame.select(*(c.mask.sum().alias(str(i)) for i, c in enumerate(checks))).row(0)
+    problems = [
+        _problem(check.columns, count, check.what, _render_rows(frame.filter(check.mask), check.columns), check.fix)
+        for check, count in zip(checks, counts, strict=True)
+        if count
+    ]
+    if problems:
+        _raise(source, problems)
+
+
+@dataclass(frozen=True)
+class _GroupRule:
+    """Columns that must take one value within each group of `by`."""
+
+    by: tuple[str, ...]
+    values: tuple[str, ...]
+    what: str
+    fix: str
+
+
+_GROUP_RULES: tuple[_GroupRule, ...] = (
+    _GroupRule(
+        ("run", "step"),
+        ("tokens",),
+        "(run, step) checkpoint(s) have more than one token count",
+        "a checkpoint has one token count: correct the tokens of the rows shown",
+    ),
+    _GroupRule(
+        ("task",),
+        ("benchmark", "language", "category", "formulation"),
+        "task(s) have more than one benchmark, language, category or formulation",
+        "give each task one value of each (or rename one of the tasks)",
+    ),
+    _GroupRule(
+        ("task", "fewshot", "metric"),
+        ("random_baseline",),
+        "(task, fewshot, metric) group(s) have more than one random_baseline",
+        "give each (task, fewshot, metric) one random_baseline",
+    ),
+)
+
+
+def _summaries(frame: pl.DataFrame) -> list[pl.DataFrame]:
+    """Per rule, one row per group with whether its values differ; computed together, in parallel.
+
+    These small frames also hold every run, task and metric, which the sort needs.
+    """
+
+    def summary(rule: _GroupRule) -> pl.LazyFrame:
+        differs = pl.any_horizontal(*(pl.col(c).min() != pl.col(c).max() for c in rule.values))
+        return frame.lazy().group_by(rule.by).agg(differs.fill_null(False).alias("differs"))
+
+    return pl.collect_all([summary(rule) for rule in _GROUP_RULES])
+
+
+def _describe_conflicts(frame: pl.DataFrame, rule: _GroupRule, groups: pl.DataFrame) -> list[str]:
+    """Up to five conflicting groups, each with the values that conflict."""
+    groups = groups.select(rule.by).sort(rule.by).head(_MAX_EXAMPLES)
+    rows = frame.join(groups, on=rule.by, how="semi", nulls_equal=True)
+    seen = rows.group_by(rule.by).agg(pl.col(c).drop_nulls().unique().sort() for c in rule.values)
+    return [
+        " ".join(f"{c}={_fmt(row[c])}" for c in rule.by)
+        + " has "
+        + ", ".join(f"{c} {row[c]}" for c in rule.values if len(row[c]) > 1)
+        for row in seen.sort(rule.by).rows(named=True)
+    ]
+
+
+def _check_groups(frame: pl.DataFrame, source: str, summaries: Sequence[pl.DataFrame]) -> None:
+    """One token count per checkpoint; task attributes per task and random_baseline constant."""
+    problems = []
+    for rule, summary in zip(_GROUP_RULES, summaries, strict=True):
+        groups = summary.filter("differs")
+        if groups.height:
+            examples = _describe_conflicts(frame, rule, groups)
+            problems.append(_problem((*rule.by, *rule.values), groups.height, rule.what, examples, rule.fix))
+    if problems:
+        _raise(source, problems)
+
+
+_TEXT_KEY: tuple[str, ...] = ("run", "task", "metric")  # the string columns of KEY
+_MAX_KEY = 2**62  # the int64 sort key's range; beyond it, sort the six columns
+
+
+def _int_rank(frame: pl.DataFrame, name: str) -> tuple[pl.Expr, int]:
+    """An int64 ordering like integer column `name`, nulls first (0), and how many values it can take.
+
+    Offsets from the minimum when the range is small (cheap), else positions among distinct values.
+    """
+    col = pl.col(name)
+    low, high = frame.select(col.min().alias("low"), col.max().alias("high")).row(0)
+    if low is None:
+        return pl.lit(0, dtype=pl.Int64), 1
+    if high - low < 2**16:
+        index, size = col - low, high - low + 2
+    else:
+        values = frame.get_column(name).drop_nulls().unique().sort()
+        index, size = pl.lit(values).search_sorted(col), values.len() + 1
+    return pl.when(col.is_null()).then(0).otherwise(index.cast(pl.Int64) + 1), size
+
+
+def _sort(frame: pl.DataFrame, values: Mapping[str, pl.Series]) -> tuple[pl.DataFrame, pl.Series | None]:
+    """Sort by KEY, nulls first (as `frame.sort(KEY)`), through one int64 key; return it sorted too.
+
+    The strings of KEY travel as Enum codes of their sorted distinct `values`: the codes order like
+    the strings, and the output's strings come back compact (gathered string views would scatter
+    in memory and slow every later group-by). None for the key when KEY has too many values for it.
+    """
+    coded = frame.with_columns(pl.col(c).cast(pl.Enum(values[c])) for c in _TEXT_KEY)
+    key, total = pl.lit(0, dtype=pl.Int64), 1
+    for name in KEY:
+        rank, size = (
+            (pl.col(name).to_physical().cast(pl.Int64), values[name].len())
+            if name in _TEXT_KEY
+            else _int_rank(frame, name)
+        )
+        key, total = key * size + rank, total * size
+    if total >= _MAX_KEY:
+        return frame.lazy().sort(KEY).collect(), None
+    sort_key = coded.select(key).to_series()
+    if sort_key.is_sorted():
+        return frame, sort_key
+    order = sort_key.arg_sort()
+    ordered = coded[order]
+    text = (values[c].gather(ordered.get_column(c).to_physical()).alias(c) for c in _TEXT_KEY)
+    return ordered.with_columns(text), sort_key.gather(order)
+
+
+def _check_duplicates(ordered: pl.DataFrame, sort_key: pl.Series | None, source: str) -> None:
+    """KEY must be unique (a null seed counts as a value); once sorted, repeats are adjacent."""
+    if sort_key is not None:
+        repeat = pl.lit(sort_key.diff().fill_null(1) == 0)
+    else:
+        repeat = pl.all_horizontal(pl.col(c).eq_missing(pl.col(c).shift(1)) for c in KEY)
+    repeats = int(ordered.select(repeat.sum()).item())
+    if not repeats:
+        return
+    groups = ordered.filter(repeat).group_by(KEY).len().sort(KEY).head(_MAX_EXAMPLES)
+    examples = [
+        " ".join(f"{c}={_fmt(row[c])}" for c in KEY) + f" ({row['len'] + 1} rows)" for row in groups.rows(named=True)
+    ]
+    what = "extra row(s) repeat the key (run, seed, step, task, fewshot, metric) of another row"
+    _raise(source, [_problem(KEY, repeats, what, examples, "deduplicate or give the replicas distinct seeds")])
+
+
+def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadReport]:
+    """Check a score table against the contract; return it typed, sorted by KEY, in COLUMNS order.
+
+    Args:
+        frame: any producer's table with at least the schema columns (extra ones are dropped).
+        source: what the frame came from (a path, a run name), used in every message.
+
+    Returns:
+        The table (NaN scores dropped, see `NAN_POLICY`) and a report of what loading changed.
+
+    Raises:
+        ScoreTableError: naming the source, column(s), up to five offending rows, the count and the fix.
+    """
+    frame, notes = _select_columns(frame, source)
+    frame = _cast(frame, source)
+    _check_nulls(frame, source)
+    frame, dropped, dropped_examples = _drop_nan_scores(frame)
+    frame, stderr_notes = _null_nan_stderr(frame)
+    report = LoadReport(source, frame.height, dropped, dropped_examples, notes + stderr_notes)
+    if not frame.height:
+        return frame, report
+    summaries = _summaries(frame)
+    values = {  # every run, task and metric, from the (small) summaries that group by them
+        c: next(s for s in summaries if c in s.columns).get_column(c).unique().sort() for c in _TEXT_KEY
+    }
+    _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks())
+    _check_groups(frame, source, summaries)
+    frame, sort_key = _sort(frame, values)
+    _check_duplicates(frame, sort_key, source)
+    return frame, report
+
+
+# --------------------------------------------------------------------------------------------------
+# lm-evaluation-harness (v0) result files
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What the result files do not say about a task: its family, language, category and chance score."""
+
+    benchmark: str
+    language: str
+    category: str
+    formulation: str
+    random_baseline: float
+
+
+MMLU_SUBJECTS: tuple[str, ...] = (
+    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge",
+    "college_biology", "college_chemistry", "college_computer_science", "college_mathematics",
+    "college_medicine", "college_physics", "computer_security", "conceptual_physics", "econometrics",
+    "electrical_engineering", "elementary_mathematics", "formal_logic", "global_facts",
+    "high_school_biology", "high_school_chemistry", "high_school_computer_science",
+    "high_school_european_history", "high_school_geography", "high_school_government_and_politics",
+    "high_school_macroeconomics", "high_school_mathematics", "high_school_microeconomics",
+    "high_school_physics", "high_school_psychology", "high_school_statistics", "high_school_us_history",
+    "high_school_world_history", "human_aging", "human_sexuality", "international_law", "jurisprudence",
+    "logical_fallacies", "machine_learning", "management", "marketing", "medical_genetics",
+    "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition", "philosophy", "prehistory",
+    "professional_accounting", "professional_law", "professional_medicine", "professional_psychology",
+    "public_relations", "security_studies", "sociology", "us_foreign_policy", "virology",
+    "world_religions",
+)  # fmt: skip
+
+LM_EVAL_TASK_INFO: dict[str, TaskInfo] = {
+    **{f"hendrycksTest-{s}": TaskInfo("mmlu", "eng", "GK", "CF", 0.25) for s in MMLU_SUBJECTS},
+    "arc_easy": TaskInfo("arc", "eng", "GK", "CF", 0.25),
+    "arc_challenge": TaskInfo("arc", "eng", "GK", "CF", 0.25),
+    "sciq": TaskInfo("sciq", "eng", "GK", "CF", 0.25),
+    "logiqa": TaskInfo("logiqa", "eng", "RES", "CF", 0.25),
+    "piqa": TaskInfo("piqa", "eng", "RES", "CF", 0.5),
+    "winogrande": TaskInfo("winogrande", "eng", "RES", "CF", 0.5),
+    "wsc": TaskInfo("wsc", "eng", "RES", "CF", 0.5),
+    # acc is greedy last-word match; ppl (lower is better) gets the same, meaningless, 0.0 baseline.
+    "lambada_openai": TaskInfo("lambada", "eng", "RC", "GEN", 0.0),
+}
+"""Task info for the lm-evaluation-harness tasks of the Pythia evaluations (English, v0 names)."""
+
+BIAS_PROBE_PREFIXES: tuple[str, ...] = ("crows_pairs",)
+"""Tasks measuring bias, not skill: skipped with a note unless the caller's task_info names them."""
+
+_SHOT_DIR = re.compile(r"(zero|one|two|three|four|five|six|seven|eight|nine|ten|few)-shot|\d+-?shot", re.I)
+_STEP = re.compile(r"_step(\d+)")
+_TASK_INFO_COLUMNS = ("task", "benchmark", "language", "category", "formulation", "random_baseline")
+
+
+def read_task_info(path: Path) -> dict[str, TaskInfo]:
+    """Task info from a CSV with columns task,benchmark,language,category,formulation,random_baseline."""
+    try:
+        frame = pl.read_csv(path, infer_schema=False)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        raise ScoreTableError(f"{path}: cannot read the task-info CSV ({error})") from error
+    missing = [c for c in _TASK_INFO_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ScoreTableError(
+            f"{path}: task-info CSV lacks column(s) {', '.join(missing)}; "
+            f"fix: give it the header {','.join(_TASK_INFO_COLUMNS)}"
+        )
+    baseline = pl.col("random_baseline").cast(pl.Float64, strict=False)
+    bad = frame.filter(baseline.is_null() | ~baseline.is_finite() | pl.any_horizontal(pl.all().is_null()))
+    if bad.height:
+        raise ScoreTableError(
+            f"{path}: {bad.height} task-info row(s) have an empty cell or a random_baseline that is not "
+            f"a finite number, e.g. tasks {', '.join(map(_fmt, bad['task'].head(5)))}; fix: fill every cell"
+        )
+    dupes = frame.filter(pl.col("task").is_duplicated())["task"].unique().sort()
+    if dupes.len():
+        raise ScoreTableError(f"{path}: task(s) listed twice: {', '.join(dupes.head(5))}; fix: one row per task")
+    rows = frame.with_columns(baseline).rows(named=True)
+    return {r["task"]: TaskInfo(*(r[c] for c in _TASK_INFO_COLUMNS[1:])) for r in rows}
+
+
+def _merged_task_info(task_info: Mapping[str, TaskInfo] | Path | None) -> dict[str, TaskInfo]:
+    """The builtin Pythia task info, overridden and extended by the caller's."""
+    if task_info is None:
+        return dict(LM_EVAL_TASK_INFO)
+    extra = read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else task_info
+    return {**LM_EVAL_TASK_INFO, **extra}
+
+
+def _json_files(paths: Path | Sequence[Path]) -> list[Path]:
+    """Every result file named or found (recursively) under a named directory, in a stable order."""
+    roots = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    files: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            files += sorted(root.rglob("*.json"))
+        elif root.is_file():
+            files.append(root)
+        else:
+            raise ScoreTableError(f"{root}: no such file or directory; expected {ACCEPTED_FORMATS}")
+    if not files:
+        raise ScoreTableError(
+            f"{', '.join(map(str, roots))}: no lm-evaluation-harness *.json result files found; "
+            f"expected {ACCEPTED_FORMATS}"
+        )
+    return files
+
+
+def run_name(path: Path) -> str:
+    """The run a result file belongs to: the nearest ancestor folder that is not a shot folder."""
+    for parent in path.resolve().parents:
+        if parent.name and not _SHOT_DIR.fullmatch(parent.name):
+            return parent.name
+    raise ScoreTableError(f"{path}: cannot name its run from its folders; fix: pass run=")
+
+
+def _load_result_file(path: Path) -> tuple[int, int, dict[str, dict[str, Any]]]:
+    """(step, fewshot, results) of one harness file; anything unreadable names the file."""
+    steps = _STEP.findall(path.name)
+    if not steps:
+        raise ScoreTableError(
+            f"{path}: no `_step<N>` in the file name, so the checkpoint is unknown; "
+            "fix: name result files like <model>_step<N>.json"
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ScoreTableError(f"{path}: not a readable JSON file ({error}); fix: re-run or delete it") from error
+    results = data.get("results") if isinstance(data, dict) else None
+    config = data.get("config") if isinstance(data, dict) else None
+    fewshot = config.get("num_fewshot") if isinstance(config, dict) else None
+    if not isinstance(results, dict) or not isinstance(fewshot, int):
+        raise ScoreTableError(
+            f"{path}: not an lm-evaluation-harness result file (needs `results` and `config.num_fewshot`); "
+            "fix: remove it from the input or re-run the evaluation"
+        )
+    return int(steps[-1]), fewshot, results
+
+
+def _number(value: object, *, what: str, path: Path) -> float | None:
+    """A JSON metric value as float; null means no number (NaN for a score, null for a stderr)."""
+    if value is None or (isinstance(value, str) and value.strip().upper() in {"N/A", "NAN", ""}):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ScoreTableError(f"{path}: {what} is {value!r}, not a number; fix: re-run the evaluation")
+    return float(value)
+
+
+@dataclass
+class _HarnessRows:
+    """Rows gathered column-wise from the result files, with what was skipped and why."""
+
+    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    unknown_tasks: set[str] = field(default_factory=set)
+    bias_probes: set[str] = field(default_factory=set)
+    unknown_metrics: set[str] = field(default_factory=set)
+
+    def add(self, **values: Any) -> None:
+        """Append one row."""
+        for column, cells in self.columns.items():
+            cells.append(values[column])
+
+
+def _add_file(rows: _HarnessRows, path: Path, info: Mapping[str, TaskInfo], run: str, tokens: int | None) -> None:
+    """Append the rows of one result file; remember tasks and metrics that are skipped."""
+    step, fewshot, results = _load_result_file(path)
+    for task, metrics in results.items():
+        if task not in info:
+            is_probe = task.startswith(BIAS_PROBE_PREFIXES)
+            (rows.bias_probes if is_probe else rows.unknown_tasks).add(task)
+            continue
+        ti = info[task]
+        for metric, value in metrics.items():
+            if metric.endswith("_stderr"):
+                continue
+            if metric_info(metric) is None:
+                rows.unknown_metrics.add(metric)
+                continue
+            score = _number(value, what=f"{task} {metric}", path=path)
+            stderr = _number(metrics.get(f"{metric}_stderr"), what=f"{task} {metric}_stderr", path=path)
+            rows.add(
+                run=run, seed=None, step=step, tokens=None if tokens is None else step * tokens,
+                task=task, benchmark=ti.benchmark, language=ti.language, category=ti.category,
+                formulation=ti.formulation, fewshot=fewshot, metric=metric,
+                score=float("nan") if score is None else score, stderr=stderr,
+                random_baseline=ti.random_baseline,
+            )  # fmt: skip
+
+
+def _listing(names: Iterable[str], limit: int = 10) -> str:
+    """Sorted names, the first `limit` spelled out."""
+    ordered = sorted(names)
+    more = f" (+{len(ordered) - limit} more)" if len(ordered) > limit else ""
+    return ", ".join(ordered[:limit]) + more
+
+
+def _harness_notes(rows: _HarnessRows, source: str, skip_unknown: bool) -> list[str]:
+    """Notes on what was skipped; an unknown task is an error unless skip_unknown."""
+    if rows.unknown_tasks and not skip_unknown:
+        raise ScoreTableError(
+            f"{source}: {len(rows.unknown_tasks)} task(s) without task info (benchmark, language, "
+            f"category, formulation, random_baseline): {_listing(rows.unknown_tasks)}; fix: pass "
+            "task_info= (--task-info CSV with columns task,benchmark,language,category,formulation,"
+            "random_baseline), or skip_unknown=True to skip them"
+        )
+    notes = []
+    if rows.unknown_tasks:
+        notes.append(f"skipped {len(rows.unknown_tasks)} tasks without task info: {_listing(rows.unknown_tasks)}")
+    if rows.bias_probes:
+        notes.append(f"skipped {len(rows.bias_probes)} bias-probe tasks (not skill measures): "
+                     f"{_listing(rows.bias_probes, 3)}")  # fmt: skip
+    if rows.unknown_metrics:
+        notes.append(f"skipped metrics unknown to the analysis: {_listing(rows.unknown_metrics)}")
+    return notes
+
+
+def read_lm_eval_harness(
+    paths: Path | Sequence[Path],
+    *,
+    task_info: Mapping[str, TaskInfo] | Path | None = None,
+    tokens_per_step: int | None = None,
+    run: str | None = None,
+    skip_unknown: bool = False,
+) -> tuple[pl.DataFrame, LoadReport]:
+    """Read lm-evaluation-harness (v0) result JSON files into a validated score table.
+
+    Args:
+        paths: result files, or directories searched recursively for `*.json`.
+        task_info: per-task attributes the files lack; a mapping or a CSV path, overriding and
+            extending `LM_EVAL_TASK_INFO`.
+        tokens_per_step: tokens = step * tokens_per_step; tokens stay null without it.
+        run: the run name for every file; default: each file's nearest non-shot ancestor folder.
+        skip_unknown: skip tasks without task info (with a note) instead of raising.
+
+    The step comes from `_step<N>` in the file name, fewshot from `config.num_fewshot`, seed is null.
+    Metrics unknown to `analysis.metrics` and bias probes (crows_pairs_*) are skipped with a note.
+    """
+    files = _json_files(paths)
+    roots = [paths] if isinstance(paths, str | Path) else list(paths)
+    source = ", ".join(map(str, roots[:3])) + (f" (+{len(roots) - 3} more)" if len(roots) > 3 else "")
+    info = _merged_task_info(task_info)
+    rows = _HarnessRows()
+    for path in files:
+        _add_file(rows, path, info, run or run_name(path), tokens_per_step)
+    notes = [f"read {len(files)} lm-evaluation-harness result files"]
+    notes += _harness_notes(rows, source, skip_unknown)
+    frame, report = validate(pl.DataFrame(rows.columns, schema=SCHEMA), source=source)
+    report.notes = notes + report.notes
+    return frame, report
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading and writing score tables
+
+
+def _read_table(path: Path) -> pl.DataFrame:
+    """A parquet or CSV file as a frame; CSV as text so that validate's messages explain bad cells."""
+    try:
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema=False)
+    except (OSError, pl.exceptions.PolarsError) as error:
+        raise ScoreTableError(f"{path}: cannot read it as {path.suffix[1:]} ({error})") from error
+
+
+def read_scores(
+    path: str | Path,
+    *,
+    task_info: Mapping[str, TaskInfo] | Path | None = None,
+    tokens_per_step: int | None = None,
+    skip_unknown: bool = False,
+) -> tuple[pl.DataFrame, LoadReport]:
+    """Read any supported score source and validate it: .parquet, .csv, harness .json or a directory.
+
+    `task_info`, `tokens_per_step` and `skip_unknown` apply to lm-evaluation-harness input only.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ScoreTableError(f"{path}: no such file or directory; expected {ACCEPTED_FORMATS}")
+    if path.is_dir() or path.suffix == ".json":
+        return read_lm_eval_harness(
+            path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown
+        )
+    if path.suffix not in {".parquet", ".csv"}:
+        raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
+    frame, report = validate(_read_table(path), source=str(path))
+    if task_info is not None or tokens_per_step is not None:
+        report.notes.append("task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input")
+    return frame, report
+
+
+def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
+    """Validate and write a score table atomically (temp file in the same folder, then rename).
+
+    The suffix picks the format (.parquet or .csv); parent folders are created. A failed write leaves
+    any previous file untouched and no temporary file behind. Returns validate's report.
+    """
+    path = Path(path)
+    writers: dict[str, Callable[[pl.DataFrame, Path], None]] = {
+        ".parquet": lambda f, p: f.write_parquet(p),
+        ".csv": lambda f, p: f.write_csv(p),
+    }
+    if path.suffix not in writers:
+        raise ScoreTableError(f"{path}: cannot write '{path.suffix}'; fix: use a .parquet or .csv path")
+    frame, report = validate(frame, source=f"{path} (writing)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A fresh name, not mkstemp: the writer creates it, so it gets the usual (umask) permissions.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        writers[path.suffix](frame, tmp)
+        tmp.replace(path)  # os.replace: atomic within one file system
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return report
