@@ -38,10 +38,29 @@ def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True)
     return _choose_snr(out, config).drop("gid", "sign").sort(list(GROUP))
 
 
+def series_monotonicity(table: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Spearman rho of every series (task, fewshot, metric, run, seed): the per-run view behind monotonicity.
+
+    rho is null where it is undefined (constant series, or fewer than `min_checkpoints` steps).
+    """
+    compact, groups = _prepare(table, keep_run=True)
+    series = _series(compact, config).with_columns(
+        pl.when((pl.col("n") >= config.monotonicity.min_checkpoints) & ~pl.col("constant"))
+        .then(pl.col("rho"))
+        .alias("rho"),
+        pl.when(pl.col("seed") >= 0).then(pl.col("seed")).alias("seed"),
+    )
+    return (
+        series.join(groups.select("gid", *GROUP), on="gid")
+        .select(*GROUP, "run", "seed", pl.col("n").alias("n_checkpoints"), "constant", "rho")
+        .sort([*GROUP, "run", "seed"], nulls_last=False)
+    )
+
+
 # ----------------------------------------------------------------------------------------------- prep
 
 
-def _prepare(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
     """A compact frame: integer group and run ids, oriented scores (higher is better for every metric).
 
     gid is the dense rank of (task, fewshot, metric), so groups sorted by gid are sorted by name.
@@ -68,6 +87,7 @@ def _prepare(table: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     compact = keyed.select(
         "gid",
         "rid",
+        *(["run"] if keep_run else []),
         pl.col("seed").fill_null(-1),
         "step",
         "tokens",
@@ -121,9 +141,11 @@ def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
         window = window & (pl.col("step") <= cfg.step_max)
     in_window = pl.col("oriented").filter(window)
     tail = pl.col("score").sort_by("step").tail(config.snr.checkpoint_last_n)
+    names = [pl.col("run").first()] if "run" in compact.columns else []
     return (
         compact.group_by(["gid", "rid", "seed"])
         .agg(
+            *names,
             in_window.len().alias("n"),
             (in_window.max() == in_window.min()).alias("constant"),
             pl.corr(pl.col("step").filter(window), in_window, method="spearman").alias("rho"),
@@ -131,8 +153,8 @@ def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
             tail.std(ddof=0).alias("tail_sd"),
             tail.mean().alias("tail_mean"),
         )
-        .sort(["gid", "rid", "seed"])
-    )  # deterministic order for the float means over series
+        .sort(["gid", "rid", "seed"])  # deterministic order for the float means over series
+    )
 
 
 def _fill_reason(frame: pl.DataFrame, groups: pl.DataFrame, reason_col: str, default: str) -> pl.DataFrame:
