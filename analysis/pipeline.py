@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,24 +84,37 @@ def _figures(
     config: Config,
     out_dir: Path,
     progress: Progress | None,
+    workers: int | None = None,
 ) -> dict[str, Path]:
+    """All figures; the per-task curves (most of the time: matplotlib layout) are drawn in worker processes."""
     figures_dir = out_dir / "figures"
     chosen = selection.decisions.filter(pl.col("chosen")).sort(["language", "task"])
     languages = sorted(chosen.get_column("language").unique().to_list())
     total = chosen.height + len(languages) + (1 if ranking is not None else 0)
-    done = 0
-    paths: dict[str, Path] = {}
-    for row in chosen.iter_rows(named=True):
-        paths[f"curves_{row['task']}"] = plot_training_curves(
-            table,
+    jobs = [
+        (
+            table.filter((pl.col("task") == row["task"]) & (pl.col("fewshot") == row["fewshot"])),
             row["task"],
             row["fewshot"],
             figures_dir / "curves" / f"{row['task']}.png",
-            highlight_metric=row["metric"],
+            row["metric"],
         )
-        done += 1
-        if progress:
-            progress("figures", done, total)
+        for row in chosen.iter_rows(named=True)
+    ]
+    paths: dict[str, Path] = {}
+    done = 0
+    workers = workers or min(4, os.cpu_count() or 1)
+    with ExitStack() as stack:
+        if workers > 1 and len(jobs) > 4:
+            pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
+            results = pool.map(_curve_job, jobs)
+        else:
+            results = map(_curve_job, jobs)
+        for (_, task, *_rest), path in zip(jobs, results, strict=True):
+            paths[f"curves_{task}"] = path
+            done += 1
+            if progress:
+                progress("figures", done, total)
     for language in languages:
         paths[f"criteria_{language}"] = plot_criteria_overview(
             selection.decisions,
@@ -114,3 +131,8 @@ def _figures(
         if progress:
             progress("figures", total, total)
     return paths
+
+
+def _curve_job(job: tuple[pl.DataFrame, str, int, Path, str]) -> Path:
+    rows, task, fewshot, path, metric = job
+    return plot_training_curves(rows, task, fewshot, path, highlight_metric=metric)
