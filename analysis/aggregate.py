@@ -125,9 +125,7 @@ def _check_columns(frame: pl.DataFrame, required: tuple[str, ...], what: str) ->
 def _normalise_selection(selected: pl.DataFrame) -> pl.DataFrame:
     """The selection's key columns with the table's types; one row per task (a run has one score each)."""
     _check_columns(selected, SELECTION_COLUMNS, "selection")
-    selection = selected.select(pl.col(c).cast(t) for c, t in _SELECTION_SCHEMA.items()).unique(
-        maintain_order=True
-    )
+    selection = selected.select(pl.col(c).cast(t) for c, t in _SELECTION_SCHEMA.items()).unique(maintain_order=True)
     if selection.is_empty():
         raise AggregateError("the selection is empty: select at least one (task, fewshot, metric)")
     twice = selection.filter(pl.len().over("task") > 1).get_column("task").unique().sort().to_list()
@@ -159,12 +157,7 @@ def _usable_selection(selection: pl.DataFrame, notes: list[str]) -> pl.DataFrame
 
 def _selected_rows(table: pl.DataFrame, selection: pl.DataFrame) -> pl.DataFrame:
     """Rows of `table` for the selected (task, fewshot, metric): a semi-join, cheap on a large table."""
-    return (
-        table.lazy()
-        .select(TABLE_COLUMNS)
-        .join(selection.lazy(), on=list(SELECTION_COLUMNS), how="semi")
-        .collect()
-    )
+    return table.lazy().select(TABLE_COLUMNS).join(selection.lazy(), on=list(SELECTION_COLUMNS), how="semi").collect()
 
 
 def _check_found(stats: pl.DataFrame, selection: pl.DataFrame, table: pl.DataFrame) -> None:

@@ -372,9 +372,7 @@ def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: floa
     monos = [_finite(r.get("monotonicity")) for r in picked]
     snrs = [_finite(r.get("snr")) for r in picked]
     lows = [_finite(r.get("monotonicity_ci_low")) for r in picked]
-    pos = [
-        v for r in picked for k in ("snr", "snr_ci_low", "snr_ci_high") if (v := _finite(r.get(k))) and v > 0
-    ]
+    pos = [v for r in picked for k in ("snr", "snr_ci_low", "snr_ci_high") if (v := _finite(r.get(k))) and v > 0]
     if snr_min > 0:
         pos.append(snr_min)
     y_lo, y_hi = (min(pos) / 2.0, max(pos) * 2.0) if pos else (0.1, 100.0)
@@ -453,9 +451,7 @@ def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: floa
         ),
     ]
     if any_unmeasurable:
-        handles.append(
-            Line2D([], [], ls="", marker="o", mfc="none", mec=_GREY, label="not measurable (at axis edge)")
-        )
+        handles.append(Line2D([], [], ls="", marker="o", mfc="none", mec=_GREY, label="not measurable (at axis edge)"))
     if any_clipped:
         handles.append(Line2D([], [], ls="", marker="v", mfc="none", mec=_GREY, label="SNR ≤ 0 (clipped)"))
     ax.legend(handles=handles, fontsize=7, loc="best")

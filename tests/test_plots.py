@@ -201,9 +201,7 @@ def test_training_curves_metric_subset_steps_and_one_seed(tmp_path: Path) -> Non
     assert_png(out)
     # asking for steps explicitly gives the same figure as a table without tokens
     with_tokens = score_table().filter(pl.col("run") == "run-b")
-    by_step = plot_training_curves(
-        with_tokens, TASK, 0, tmp_path / "d.png", metrics=["bits_per_byte", "acc"], x="step"
-    )
+    by_step = plot_training_curves(with_tokens, TASK, 0, tmp_path / "d.png", metrics=["bits_per_byte", "acc"], x="step")
     assert by_step.read_bytes() == out.read_bytes()
 
 
@@ -271,9 +269,7 @@ def test_criteria_overview_unknown_language(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="'zul'"):
         plot_criteria_overview(decisions_table(), "zul", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20)
     with pytest.raises(ValueError, match="'yor'"):
-        plot_criteria_overview(
-            decisions_table().clear(), "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20
-        )
+        plot_criteria_overview(decisions_table().clear(), "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20)
     with pytest.raises(ValueError, match="consistency"):
         plot_criteria_overview(
             decisions_table().drop("consistency"), "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20

@@ -205,9 +205,7 @@ def test_amh_alone_lacks_a_kept_res_task(sweep: tuple[pl.DataFrame, pl.DataFrame
     )
     for suite, formulations in {"cf": ["CF", "GEN"], "mcf": ["MCF", "GEN"]}.items():
         covered = (
-            kept.filter(pl.col("formulation").is_in(formulations))
-            .group_by("language")
-            .agg(pl.col("category").unique())
+            kept.filter(pl.col("formulation").is_in(formulations)).group_by("language").agg(pl.col("category").unique())
         )
         assert covered.height == 5
         for language, categories in covered.iter_rows():
