@@ -1,0 +1,36 @@
+"""AfriMGSM (IrokoBench): grade-school maths word problems; the model generates the number (GEN)."""
+
+from __future__ import annotations
+
+from lighteval.tasks.lighteval_task import LightevalTaskConfig
+
+from finetasks_afr.benchmarks.common import clean, generative_tasks
+from finetasks_afr.languages import covered_by
+
+
+def number_text(value: object) -> str:
+    """The gold number as text: '12' for 12, 12.0 or '12.0'; other decimals kept as written."""
+    text = clean(value)
+    try:
+        number = float(text.replace(",", ""))
+    except ValueError as error:
+        raise ValueError(f"answer_number {value!r} is not a number") from error
+    return str(int(number)) if number.is_integer() else text
+
+
+def adapter(line: dict) -> dict:
+    return {"question": clean(line["question"]), "choices": [number_text(line["answer_number"])]}
+
+
+def tasks() -> list[LightevalTaskConfig]:
+    return generative_tasks(
+        benchmark="afrimgsm",
+        dataset="afrimgsm",
+        category="GEN",
+        adapter=adapter,
+        languages=covered_by("afrimgsm"),
+        evaluation_splits=("test",),
+        few_shots_split=lambda language: "train",
+        hf_avail_splits=("train", "test"),
+        generation_size=25,
+    )

@@ -1,0 +1,217 @@
+"""The task suite: every config builds, every prompt function runs on real rows (or hand-made rows in the
+published schema for hub-only datasets), prompts are clean and reproducible, bad rows are skipped."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import datasets
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+SNAPSHOTS = Path(__file__).with_name("snapshots") / "prompts.json"
+NAME = re.compile(r"^[a-z0-9_]+_[a-z]{3}(_(cf|mcf|hybrid))?(_enprompt)?$")
+MIRRORED = ("winogrande_afr", "mmlu_clinical_afr", "belebele", "sib200", "masakhanews", "afrisenti", "afriqa")
+ROWS_PER_TASK = 12
+
+
+@pytest.fixture(scope="module")
+def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from finetasks_afr.mirror import import_raw
+
+    out = tmp_path_factory.mktemp("mirror")
+    import_raw(shared_data, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def suite(mirror: Path):
+    """The task table built with the mirror configured (hf_location resolves at build time)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    from finetasks_afr.benchmarks import all_tasks
+    from finetasks_afr.benchmarks.common import TASK_INFO
+    from finetasks_afr.literals import register_literals
+
+    register_literals()
+    configs = all_tasks()
+    yield configs, TASK_INFO
+    mp.undo()
+
+
+def test_names_are_unique_well_formed_and_described(suite):
+    configs, info = suite
+    names = [config.name for config in configs]
+    assert len(names) == len(set(names))
+    for name in names:
+        assert NAME.match(name), name
+        meta = info[name]
+        assert meta.category in ("GK", "RC", "RES", "NLU", "GEN")
+        assert meta.formulation in ("CF", "MCF", "HYBRID", "GEN")
+        assert 0.0 <= meta.random_baseline < 1.0
+        assert (meta.prompt == "en") == name.endswith("_enprompt")
+
+
+def test_every_language_of_each_dataset_is_covered(suite):
+    from finetasks_afr.languages import covered_by
+
+    configs, info = suite
+    languages = defaultdict(set)
+    for config in configs:
+        languages[info[config.name].dataset].add(info[config.name].language)
+    for dataset in ("belebele", "sib200", "afrixnli", "afrimmlu", "masakhanews", "afrisenti", "naijarc"):
+        assert languages[dataset] == {language.iso3 for language in covered_by(dataset)}, dataset
+
+
+def test_tasks_read_the_mirror_where_it_has_the_config_else_the_hub(suite, mirror: Path):
+    from finetasks_afr.sources import SOURCES
+
+    configs, info = suite
+    available = {key: set(datasets.get_dataset_config_names(str(mirror / key))) for key in MIRRORED}
+    for config in configs:
+        key = info[config.name].dataset
+        if key in MIRRORED and config.hf_subset in available[key]:
+            assert (config.hf_repo, config.hf_revision) == (str(mirror / key), None), config.name
+        else:
+            assert (config.hf_repo, config.hf_revision) == (SOURCES[key].hub_repo, SOURCES[key].revision)
+
+
+def _rows(repo: str, subset: str, split: str) -> list[dict]:
+    dataset = datasets.load_dataset(repo, name=subset, split=split)
+    return [dataset[i] for i in range(min(ROWS_PER_TASK, len(dataset)))]
+
+
+def _check_doc(doc, name: str) -> None:
+    assert doc is not None, name
+    assert "  " not in doc.query, (name, doc.query)
+    assert doc.query == doc.query.strip() or doc.query.endswith(" "), name
+    assert "\n\n" not in doc.query.strip(), (name, doc.query)
+    gold = doc.gold_index if isinstance(doc.gold_index, list) else [doc.gold_index]
+    assert all(0 <= g < len(doc.choices) for g in gold), name
+    assert all(choice == choice.strip(" ") or choice.startswith(" ") for choice in doc.choices), name
+
+
+def test_prompts_on_real_rows_every_language_both_prompts(suite, mirror: Path):
+    """Every mirrored task (all languages in ../shared/data, both prompt languages) on its real rows."""
+    from finetasks_afr.benchmarks.common import SKIPPED_ROWS
+
+    configs, info = suite
+    checked = defaultdict(int)
+    cache: dict[tuple[str, str, str], list[dict]] = {}
+    available = {key: set(datasets.get_dataset_config_names(str(mirror / key))) for key in MIRRORED}
+    for config in configs:
+        meta = info[config.name]
+        if meta.dataset not in MIRRORED or config.hf_subset not in available[meta.dataset]:
+            continue  # e.g. Belebele languages beyond the 12 of Bridging the Gap: hub only
+        key = (config.hf_repo, config.hf_subset, config.evaluation_splits[0])
+        if key not in cache:
+            cache[key] = _rows(*key)
+        rows = cache[key]
+        assert rows, config.name
+        before = SKIPPED_ROWS[config.name]
+        docs = [config.prompt_function(row, config.name) for row in rows]
+        for doc in docs:
+            if doc is not None:
+                _check_doc(doc, config.name)
+        skipped = sum(doc is None for doc in docs)
+        assert SKIPPED_ROWS[config.name] - before == skipped  # every skip is counted (and logged)
+        assert skipped <= len(rows) // 4, config.name  # e.g. Amharic Winogrande: blank first in 8% of rows
+        checked[meta.dataset] += 1
+    assert set(checked) == set(MIRRORED)
+    assert sum(checked.values()) > 600
+
+
+# Hand-made rows in the exact published schema of the hub-only datasets (fields, types and label encodings
+# from ../shared/notes/hub-datasets.md, which cites lm-evaluation-harness and lighteval).
+HUB_ONLY_ROWS = {
+    # AfriMMLU (hub-datasets.md 1; H afrimmlu/utils.py: choices is a Python-list string, answer a letter)
+    "afrimmlu": {"subject": "elementary_mathematics", "question": "Kínni iyì p nínú 24 = 2p?",
+                 "choices": "['p = 4', 'p = 8', 'p = 12', 'p = 24']", "answer": "C"},
+    # AfriXNLI (hub-datasets.md 2; label int 0 entailment, 1 neutral, 2 contradiction)
+    "afrixnli": {"premise": "Ọmọ náà ń sùn  lórí ibùsùn.", "hypothesis": "Ọmọ kan wà lórí ibùsùn.", "label": 0},
+    # AfriMGSM (hub-datasets.md 3; answer_number numeric, answer None on test rows)
+    "afrimgsm": {"question": "Ade ní ọsàn mẹ́ta, ó ra méjì sí i. Ọsàn mélòó ni ó ní?", "answer_number": 5,
+                 "answer": None, "equation_solution": None},
+    # NaijaRC (hub-datasets.md 4; options_A..D, Answer a letter possibly padded)
+    "naijarc": {"story": "Adé lọ sí ọjà ní àárọ̀. Ó ra iṣu méjì.", "question": "Kí ni Adé rà?",
+                "options_A": "Iṣu", "options_B": "Ẹja", "options_C": "Ata", "options_D": "Ìrẹsì", "Answer": " A "},
+    # Uhura ARC-Easy (hub-datasets.md 5; ARC schema: choices {text, label}, answerKey a letter)
+    # Belebele (hub-datasets.md 6; correct_answer_num a one-indexed string): the languages not in ../shared/data
+    "belebele": {"link": "https://en.wikibooks.org/wiki/Accordion/Right_hand", "question_number": 1,
+                 "flores_passage": "Rii daju pe ọwọ rẹ wa ni isinmi.", "question": "Kí ni ó yẹ kí ọwọ́ ṣe?",
+                 "mc_answer1": "Sinmi", "mc_answer2": "Gbé", "mc_answer3": "Ṣeré", "mc_answer4": "Sùn",
+                 "correct_answer_num": "1", "dialect": "yor_Latn", "ds": "2023-05-03"},
+    "uhura_arc_easy": {"id": "Mercury_7220990", "question": "Kí ni ohun ọ̀gbìn nílò láti dàgbà?",
+                       "choices": {"text": ["Ìmọ́lẹ̀ oòrùn", "Iyanrìn", "Òkúta", "Irin"],
+                                   "label": ["A", "B", "C", "D"]}, "answerKey": "A"},
+}  # fmt: skip
+
+
+def test_hub_only_prompts_on_rows_in_the_published_schema(suite, mirror: Path):
+    configs, info = suite
+    checked = defaultdict(int)
+    in_mirror = set(datasets.get_dataset_config_names(str(mirror / "belebele")))
+    for config in configs:
+        meta = info[config.name]
+        row = HUB_ONLY_ROWS.get(meta.dataset)
+        if row is None or (meta.dataset == "belebele" and config.hf_subset in in_mirror):
+            continue
+        doc = config.prompt_function(dict(row), config.name)
+        _check_doc(doc, config.name)
+        checked[meta.dataset] += 1
+    assert set(checked) == set(HUB_ONLY_ROWS)
+
+
+def test_bad_rows_are_skipped_and_counted(suite):
+    from finetasks_afr.benchmarks.common import SKIPPED_ROWS
+
+    configs, _ = suite
+    config = next(c for c in configs if c.name == "afrixnli_hau_cf")
+    before = SKIPPED_ROWS[config.name]
+    assert config.prompt_function({"premise": "a", "hypothesis": "b", "label": 7}, config.name) is None
+    assert config.prompt_function({"premise": "a", "label": 0}, config.name) is None
+    assert SKIPPED_ROWS[config.name] == before + 2
+
+
+SNAPSHOT_CASES = [
+    # (task, dataset row source): CF, MCF, hybrid and generative, in two languages and both prompt words
+    ("mmlu_afr_virology_zul_cf", "mirror"),
+    ("mmlu_afr_virology_zul_mcf_enprompt", "mirror"),
+    ("belebele_zul_hybrid", "mirror"),
+    ("sib200_yor_mcf", "mirror"),
+    ("winogrande_afr_zul_cf", "mirror"),
+    ("afriqa_hau", "mirror"),
+    ("afrixnli_yor_cf", "afrixnli"),
+    ("afrixnli_yor_mcf_enprompt", "afrixnli"),
+    ("afrimgsm_yor", "afrimgsm"),
+]
+
+
+def _render(suite, name: str, source: str) -> dict:
+    configs, _ = suite
+    config = next(c for c in configs if c.name == name)
+    row = (
+        _rows(config.hf_repo, config.hf_subset, config.evaluation_splits[0])[0]
+        if source == "mirror"
+        else dict(HUB_ONLY_ROWS[source])
+    )
+    doc = config.prompt_function(row, name)
+    return {"query": doc.query, "choices": list(doc.choices), "gold_index": doc.gold_index}
+
+
+def test_prompt_snapshots(suite):
+    """Rendered prompts are byte-for-byte stable (regenerate with FINETASKS_AFR_UPDATE_SNAPSHOTS=1)."""
+    import os
+
+    rendered = {name: _render(suite, name, source) for name, source in SNAPSHOT_CASES}
+    if os.environ.get("FINETASKS_AFR_UPDATE_SNAPSHOTS") == "1" or not SNAPSHOTS.exists():
+        SNAPSHOTS.parent.mkdir(exist_ok=True)
+        SNAPSHOTS.write_text(json.dumps(rendered, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        if os.environ.get("FINETASKS_AFR_REQUIRE_SHARED") == "1":
+            pytest.fail("snapshots were missing in CI")
+    assert rendered == json.loads(SNAPSHOTS.read_text(encoding="utf-8"))
