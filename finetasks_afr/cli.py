@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,27 @@ BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "bundled_sweep.parque
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
+
+
+@app.callback()
+def main(
+    data_dir: Annotated[
+        Path | None,
+        typer.Option("--data-dir", help="Local dataset mirror (sets $FINETASKS_AFR_DATA_DIR for tasks and sweeps)."),
+    ] = None,
+) -> None:
+    """finetasks-afr: African-language LightEval tasks and the FineTasks analysis."""
+    if data_dir is not None:
+        from finetasks_afr.sources import DATA_DIR_ENV
+
+        os.environ[DATA_DIR_ENV] = str(data_dir.resolve())
+
+
+def _mount_data_commands() -> None:
+    from finetasks_afr.data_cli import data_app
+
+    app.add_typer(data_app, name="data", help="Prepare the local dataset mirror (from the hub or raw files).")
+
 
 ScoresArg = Annotated[
     Path | None,
@@ -154,6 +176,8 @@ def simulate_command(
     write_bundled_sweep(out, seed=seed)
     console.print(f"[green]wrote[/] {out}")
 
+
+_mount_data_commands()
 
 if __name__ == "__main__":
     app()

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import hashlib
 import json
 import math
 import os
@@ -290,6 +291,13 @@ class _DatasetWriter:
             self.report.notes.append(f"{self.src.key}: no rows; no README written")
         else:
             text = _readme_text(self.src, layout, self.features, origin, self.report)
+            # `datasets` caches a local dataset by folder name, config and README, not by data content: the
+            # content fingerprint in the README makes changed data a new cache entry (no stale rows)
+            digest = hashlib.sha256()
+            for cfg, splits in layout.items():
+                for split in splits:
+                    digest.update((self.root / cfg / f"{split}.jsonl").read_bytes())
+            text += f"\ncontent sha256: {digest.hexdigest()}\n"
             _atomic_write(self.root / README_NAME, lambda handle: handle.write(text))
         keep = {self.root / cfg / f"{split}.jsonl" for cfg, splits in layout.items() for split in splits}
         for path in sorted(self.root.rglob("*.jsonl")):

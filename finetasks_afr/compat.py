@@ -1,0 +1,446 @@
+"""Run-time fixes for two log-likelihood metric bugs of lighteval 0.13 (`apply()` / `restore()`).
+
+The task module (`finetasks_afr/tasks.py`) calls `apply()` when it is imported, so the plain
+`lighteval accelerate ... --custom-tasks finetasks_afr/tasks.py` command gets the fixes as well as the Python API.
+`apply()` is idempotent; `restore()` puts every original back (for tests).
+
+Bug 1: `acc_norm_token` (upstream issue huggingface/lighteval#1170, open).
+    `TransformersModel._loglikelihood_tokens` stores each document's continuation tokens as one tensor padded
+    with -1 to the longest choice (`pad_sequence(..., padding_value=-1)`), and, on the accelerate path (always
+    taken by `TransformersModel(config)`), slices it as `gathered_continuations[i][:num_choices][:len_choice]`:
+    the first dimension twice, so when the longest choice has fewer tokens than there are choices, rows are
+    dropped. `LogProbTokenNorm` then divides every choice by the padded length (so `acc_norm_token` silently
+    equals `acc`), or raises IndexError on the dropped rows.
+    Fix: `ModelResponse.output_tokens` becomes one list per choice holding that choice's own continuation
+    tokens: the -1 padding is stripped, and when rows were dropped the continuations are re-tokenised exactly as
+    `_loglikelihood_tokens` tokenises them (`prompt_manager.prepare_prompt(doc)` then
+    `tok_encode_pair(context, doc.choices, pairwise=True)`). Log-probabilities are untouched (they were right).
+
+Bug 2: `acc_norm_pmi` (upstream issue huggingface/lighteval#997, open).
+    `LogProbPMINorm` needs log P(choice | Doc.unconditioned_query) for every choice, and `LoglikelihoodAcc` /
+    `NormalizedMultiChoiceProbability` only look for them as a second half of `ModelResponse.logprobs`
+    (2 x n_choices entries). No backend scores `unconditioned_query` (the multiple-choice templates set it, to
+    "<Answer>:"), so every PMI metric fails: `AssertionError: unconditioned_logprob must be provided for PMI
+    normalization`.
+    Fix: after the (cached) conditioned scoring, the transformers backend scores `unconditioned_query` + choice
+    and stores the results in `ModelResponse.unconditioned_logprobs` (the field lighteval documents for this).
+    Each distinct (unconditioned prompt, choice) pair is scored once per `loglikelihood` call, and the pipeline
+    sends all documents of all tasks of a run in one call: for a 4-letter MCF task whose documents all share
+    "Answer:", that is 4 continuations per model, not 4 x n_docs. The unconditioned prompt goes through the
+    model's own `prompt_manager` (system prompt / chat template, as for the real prompt; no instruction, no
+    few-shot examples). `logprobs` keeps n_choices entries, so the metrics that read all of `logprobs` (recall@k,
+    MRR, mcc, probability, ...) are unaffected; the two PMI-aware metrics get the unconditioned values appended
+    to a copy of the response, only when their normalisation is `LogProbPMINorm`.
+    Only documents of tasks with a PMI metric are scored: the pipeline run names those tasks; a
+    `loglikelihood` call from outside a pipeline scores every document that has an `unconditioned_query`.
+
+What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
+    - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
+      method; wrapping outside the cache also repairs responses read back from a cache written before the fix):
+      bug 1 (`output_tokens`) and bug 2 (`unconditioned_logprobs`). Subclasses (adapter, delta models) inherit it.
+    - `lighteval.pipeline.Pipeline._run_model`: sets, for the duration of the run, which tasks have a PMI metric.
+    - `lighteval.metrics.metrics_sample.LoglikelihoodAcc.compute` and
+      `lighteval.metrics.metrics_sample.NormalizedMultiChoiceProbability.compute`: under `LogProbPMINorm` only,
+      read `ModelResponse.unconditioned_logprobs`.
+    Nothing else: `_loglikelihood_tokens`, batching, truncation and the log-probabilities themselves stay
+    lighteval's. Other backends (vLLM, endpoints, ...) are not patched: their PMI metrics still raise.
+
+Guards: each fix is applied only when (1) `importlib.metadata.version("lighteval")` is a 0.13.x release (the
+series known broken; `AFFECTED_SERIES`), and (2) a cheap check finds the bug: for bug 1 the source of
+`_loglikelihood_tokens` still holds the -1 padding or the double slice; for bug 2 the transformers backend's
+source never mentions `unconditioned_query`, and `LoglikelihoodAcc(LogProbPMINorm()).compute` still raises on a
+response that carries `unconditioned_logprobs`. Otherwise the fix steps aside and says so in the log. The
+environment variable `FINETASKS_AFR_LIGHTEVAL_COMPAT` overrides: `off` (or `0`) applies nothing, `force` skips
+the version guard (the behavioural checks still run).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import importlib.metadata
+import inspect
+import logging
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+AFFECTED_SERIES = (0, 13)
+ENV_SWITCH = "FINETASKS_AFR_LIGHTEVAL_COMPAT"
+FIX_TOKEN_NORM = "acc_norm_token"
+FIX_PMI = "acc_norm_pmi"
+FIXES = (FIX_TOKEN_NORM, FIX_PMI)
+_COMPAT_MARK = "__finetasks_afr_compat__"
+
+# Score each distinct (unconditioned prompt, choice) once per call. False: once per document (benchmarks only).
+UNCONDITIONED_DEDUP = True
+
+# (owner class, attribute name) -> original attribute, for every attribute currently patched.
+_ORIGINALS: dict[tuple[type, str], Any] = {}
+_ACTIVE: set[str] = set()
+# Task names with a PMI metric in the pipeline run under way; None outside a pipeline run (= score every doc).
+_PMI_TASKS: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
+    "finetasks_afr_pmi_tasks", default=None
+)
+
+
+@dataclasses.dataclass
+class CompatStats:
+    """Counters of the unconditioned (PMI) scoring, since the last `reset_stats()`."""
+
+    calls: int = 0  # loglikelihood calls that needed unconditioned scores
+    docs: int = 0  # documents that received unconditioned_logprobs
+    continuations_needed: int = 0  # sum over those documents of their number of choices
+    continuations_scored: int = 0  # (prompt, choice) continuations actually sent to the model
+
+
+STATS = CompatStats()
+
+
+def reset_stats() -> None:
+    for field in dataclasses.fields(STATS):
+        setattr(STATS, field.name, 0)
+
+
+# ----------------------------------------------------------------------------------------------- guards
+
+
+def lighteval_version() -> str | None:
+    try:
+        return importlib.metadata.version("lighteval")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def version_is_affected(version: str | None) -> bool:
+    """True for the lighteval releases known to carry both bugs: the 0.13 series."""
+    if version is None:
+        return False
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version).release[:2] == AFFECTED_SERIES
+    except InvalidVersion:
+        return False
+
+
+def _source(obj: Any) -> str | None:
+    try:
+        return inspect.getsource(obj)
+    except (OSError, TypeError):
+        return None
+
+
+def token_norm_bug_present() -> bool:
+    """The transformers backend still pads continuation tokens with -1 or double-slices them (issue 1170)."""
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    source = _source(_original(TransformersModel, "_loglikelihood_tokens"))
+    if source is None:  # no source to read: trust the version guard
+        return True
+    compact = "".join(source.split())
+    return "[:num_choices][:len_choice]" in compact or "padding_value=-1" in compact
+
+
+def pmi_backend_bug_present() -> bool:
+    """The transformers backend never scores Doc.unconditioned_query (issue 997)."""
+    from lighteval.models.transformers import transformers_model
+
+    source = _source(transformers_model)
+    return source is None or "unconditioned_query" not in source
+
+
+def pmi_metric_bug_present() -> bool:
+    """LoglikelihoodAcc under LogProbPMINorm ignores ModelResponse.unconditioned_logprobs (it raises)."""
+    from lighteval.metrics.metrics_sample import LoglikelihoodAcc
+    from lighteval.metrics.normalizations import LogProbPMINorm
+    from lighteval.models.model_output import ModelResponse
+    from lighteval.tasks.requests import Doc
+
+    doc = Doc(query="q", choices=["a", "b"], gold_index=1)
+    response = ModelResponse(logprobs=[-1.0, -2.0], output_tokens=[[1], [2]], unconditioned_logprobs=[-0.5, -4.0])
+    compute = _original(LoglikelihoodAcc, "compute")
+    try:
+        return compute(LoglikelihoodAcc(logprob_normalization=LogProbPMINorm()), doc=doc, model_response=response) != 1
+    except (AssertionError, IndexError, ValueError, TypeError):
+        return True
+
+
+# ------------------------------------------------------------------------------------------ apply / restore
+
+
+def _original(owner: type, name: str) -> Any:
+    return _ORIGINALS.get((owner, name), owner.__dict__.get(name, getattr(owner, name)))
+
+
+def _patch(owner: type, name: str, make_wrapper: Callable[[Any], Any]) -> None:
+    current = owner.__dict__[name]
+    if getattr(current, _COMPAT_MARK, False):  # already ours (e.g. this module imported twice)
+        return
+    wrapper = make_wrapper(current)
+    setattr(wrapper, _COMPAT_MARK, True)
+    _ORIGINALS[(owner, name)] = current
+    setattr(owner, name, wrapper)
+
+
+def applied() -> frozenset[str]:
+    """The fixes currently in force."""
+    return frozenset(_ACTIVE)
+
+
+def apply() -> dict[str, str]:
+    """Install the fixes this lighteval needs (idempotent). Returns, per fix, 'applied' or why not."""
+    switch = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if switch in {"0", "off", "false", "no"}:
+        logger.warning("finetasks_afr.compat: %s=%s, lighteval fixes not applied", ENV_SWITCH, switch)
+        return dict.fromkeys(FIXES, f"disabled by {ENV_SWITCH}")
+    version = lighteval_version()
+    if not version_is_affected(version) and switch != "force":
+        message = f"lighteval {version} is not a {AFFECTED_SERIES[0]}.{AFFECTED_SERIES[1]}.x release"
+        logger.warning("finetasks_afr.compat steps aside: %s (fixes for issues 1170 and 997 not applied)", message)
+        return dict.fromkeys(FIXES, f"skipped: {message}")
+
+    status: dict[str, str] = {}
+    if FIX_TOKEN_NORM in _ACTIVE:
+        status[FIX_TOKEN_NORM] = "applied"
+    elif token_norm_bug_present():
+        _ACTIVE.add(FIX_TOKEN_NORM)
+        status[FIX_TOKEN_NORM] = "applied"
+    else:
+        status[FIX_TOKEN_NORM] = "skipped: _loglikelihood_tokens no longer pads/double-slices continuation tokens"
+
+    if FIX_PMI in _ACTIVE:
+        status[FIX_PMI] = "applied"
+    elif not pmi_backend_bug_present():
+        status[FIX_PMI] = "skipped: the transformers backend already scores unconditioned_query"
+    elif not pmi_metric_bug_present():
+        status[FIX_PMI] = "skipped: LoglikelihoodAcc already reads unconditioned_logprobs"
+    else:
+        _ACTIVE.add(FIX_PMI)
+        status[FIX_PMI] = "applied"
+
+    if _ACTIVE:
+        _install()
+    for fix, outcome in status.items():
+        (logger.info if outcome == "applied" else logger.warning)("finetasks_afr.compat %s: %s", fix, outcome)
+    return status
+
+
+def _install() -> None:
+    from lighteval.metrics.metrics_sample import LoglikelihoodAcc, NormalizedMultiChoiceProbability
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    _patch(TransformersModel, "loglikelihood", _wrap_loglikelihood)
+    if FIX_PMI in _ACTIVE:
+        from lighteval.pipeline import Pipeline
+
+        _patch(Pipeline, "_run_model", _wrap_run_model)
+        _patch(LoglikelihoodAcc, "compute", _wrap_pmi_compute)
+        _patch(NormalizedMultiChoiceProbability, "compute", _wrap_pmi_compute)
+
+
+def restore() -> None:
+    """Put every patched attribute back and deactivate the fixes."""
+    for (owner, name), original in list(_ORIGINALS.items()):
+        setattr(owner, name, original)
+    _ORIGINALS.clear()
+    _ACTIVE.clear()
+
+
+# ------------------------------------------------------------------------------------------------ wrappers
+
+
+def _wrap_loglikelihood(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def loglikelihood(self, docs, *args, **kwargs):
+        docs = list(docs) if isinstance(docs, list | tuple) else [docs]
+        responses = original(self, docs, *args, **kwargs)
+        if len(responses) != len(docs):  # lighteval's cache drops responses without logprobs: cannot pair them
+            logger.warning("finetasks_afr.compat: %d responses for %d docs, left as is", len(responses), len(docs))
+            return responses
+        if FIX_TOKEN_NORM in _ACTIVE:
+            for doc, response in zip(docs, responses, strict=True):
+                response.output_tokens = choice_tokens(self, doc, response.output_tokens)
+        if FIX_PMI in _ACTIVE:
+            add_unconditioned_logprobs(self, docs, responses)
+        return responses
+
+    return loglikelihood
+
+
+def _wrap_run_model(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def _run_model(self, *args, **kwargs):
+        token = _PMI_TASKS.set(pmi_task_names(self.tasks_dict))
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _PMI_TASKS.reset(token)
+
+    return _run_model
+
+
+def _wrap_pmi_compute(original: Callable) -> Callable:
+    from lighteval.metrics.normalizations import LogProbPMINorm
+
+    @functools.wraps(original)
+    def compute(self, doc, model_response, **kwargs):
+        if isinstance(_normalization(self), LogProbPMINorm):
+            n_choices = len(doc.choices)
+            unconditioned = model_response.unconditioned_logprobs
+            if (
+                unconditioned is not None
+                and len(unconditioned) == n_choices
+                and len(model_response.logprobs) == n_choices
+            ):
+                logprobs = [*model_response.logprobs, *unconditioned]
+                model_response = dataclasses.replace(model_response, logprobs=logprobs)
+        return original(self, doc=doc, model_response=model_response, **kwargs)
+
+    return compute
+
+
+def _normalization(sample_level_fn: Any) -> Any:
+    for attribute in ("logprob_normalization", "log_prob_normalization", "normalization"):
+        value = getattr(sample_level_fn, attribute, None)
+        if value is not None:
+            return value
+    return None
+
+
+def pmi_task_names(tasks_dict: dict[str, Any]) -> frozenset[str]:
+    """Names (as in Doc.task_name) of the tasks with at least one LogProbPMINorm metric."""
+    from lighteval.metrics.normalizations import LogProbPMINorm
+
+    return frozenset(
+        name
+        for name, task in tasks_dict.items()
+        if any(isinstance(_normalization(metric.sample_level_fn), LogProbPMINorm) for metric in task.metrics)
+    )
+
+
+# ------------------------------------------------------------------------------------------ fix 1: tokens
+
+
+def _rows(tokens: Any) -> list[list[int]] | None:
+    if hasattr(tokens, "tolist"):
+        tokens = tokens.tolist()
+    rows = []
+    for row in tokens or []:
+        if hasattr(row, "tolist"):
+            row = row.tolist()
+        if not isinstance(row, list | tuple):
+            return None
+        rows.append([int(token) for token in row])
+    return rows
+
+
+def choice_tokens(model: Any, doc: Any, output_tokens: Any) -> list[list[int]]:
+    """One list per choice with exactly that choice's continuation tokens (no -1 padding, no dropped rows)."""
+    rows = _rows(output_tokens)
+    if rows is not None and len(rows) == len(doc.choices):
+        stripped = [[token for token in row if token != -1] for row in rows]
+        if all(stripped):
+            return stripped
+    context = model.prompt_manager.prepare_prompt(doc)
+    _, continuations = model.tok_encode_pair(context, doc.choices, pairwise=True)
+    return [[int(token) for token in continuation] for continuation in continuations]
+
+
+# --------------------------------------------------------------------------------------------- fix 2: PMI
+
+
+def _wants_unconditioned(doc: Any, response: Any, scope: frozenset[str] | None) -> bool:
+    if doc.unconditioned_query is None or not doc.choices:
+        return False
+    if scope is not None and doc.task_name not in scope:
+        return False
+    # Not when the response already has them (or the 2 x n_choices layout).
+    return response.unconditioned_logprobs is None and len(response.logprobs) == len(doc.choices)
+
+
+def _unconditioned_query_text(model: Any, query: str) -> str | None:
+    """The query to score the choices after; a causal LM needs at least one context token."""
+    contexts, _ = model.tok_encode_pair(model.prompt_manager.prepare_prompt(_bare_doc(query, ["x"])), ["x"], True)
+    if len(contexts[0]) > 0:
+        return query
+    bos = getattr(model.tokenizer, "bos_token", None)
+    if bos:
+        return bos + query
+    logger.warning("unconditioned_query %r gives no context token and the tokenizer has no bos: not scored", query)
+    return None
+
+
+def _bare_doc(query: str, choices: list[str]):
+    from lighteval.tasks.requests import Doc, SamplingMethod
+
+    return Doc(
+        query=query,
+        choices=choices,
+        gold_index=0,
+        task_name="finetasks_afr_compat|unconditioned",
+        sampling_methods=[SamplingMethod.LOGPROBS],
+    )
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def add_unconditioned_logprobs(model: Any, docs: list[Any], responses: list[Any]) -> None:
+    """Set `response.unconditioned_logprobs` = log P(choice | unconditioned_query) for the documents needing it."""
+    scope = _PMI_TASKS.get()
+    wanted = [
+        (doc, response)
+        for doc, response in zip(docs, responses, strict=True)
+        if _wants_unconditioned(doc, response, scope)
+    ]
+    if not wanted:
+        return
+
+    queries: dict[str, str | None] = {}
+    for doc, _ in wanted:
+        if doc.unconditioned_query not in queries:
+            queries[doc.unconditioned_query] = _unconditioned_query_text(model, doc.unconditioned_query)
+    wanted = [(doc, response) for doc, response in wanted if queries[doc.unconditioned_query] is not None]
+    if not wanted:
+        return
+
+    # The requests: per distinct query, its distinct choices (or, without dedup, every document's choices),
+    # in documents of at most as many choices as the real documents have, to keep lighteval's batch sizes.
+    width = max(len(doc.choices) for doc, _ in wanted)
+    request_docs = []
+    if UNCONDITIONED_DEDUP:
+        choices_per_query: dict[str, dict[str, None]] = {}
+        for doc, _ in wanted:
+            choices_per_query.setdefault(doc.unconditioned_query, {}).update(dict.fromkeys(doc.choices))
+        for query, choices in choices_per_query.items():
+            request_docs += [(query, chunk) for chunk in _chunks(list(choices), width)]
+    else:
+        request_docs = [(doc.unconditioned_query, list(doc.choices)) for doc, _ in wanted]
+
+    bare = [_bare_doc(queries[query], choices) for query, choices in request_docs]
+    # Through the uncached scorer: these are not documents of a registered task.
+    scored = model._loglikelihood_tokens(bare)
+    table: dict[tuple[str, str], float] = {}
+    per_doc: list[list[float]] = []
+    for (query, choices), response in zip(request_docs, scored, strict=True):
+        values = [float(value) for value in response.logprobs[: len(choices)]]
+        per_doc.append(values)
+        table.update({(query, choice): value for choice, value in zip(choices, values, strict=True)})
+
+    if UNCONDITIONED_DEDUP:
+        for doc, response in wanted:
+            response.unconditioned_logprobs = [table[(doc.unconditioned_query, choice)] for choice in doc.choices]
+    else:
+        for (_, response), values in zip(wanted, per_doc, strict=True):
+            response.unconditioned_logprobs = values
+
+    STATS.calls += 1
+    STATS.docs += len(wanted)
+    STATS.continuations_needed += sum(len(doc.choices) for doc, _ in wanted)
+    STATS.continuations_scored += sum(len(choices) for _, choices in request_docs)

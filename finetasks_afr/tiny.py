@@ -1,0 +1,142 @@
+"""Tiny, fully offline causal language models for end-to-end tests, benchmarks and demos.
+
+`make_tiny_causal_lm` trains a byte-level BPE tokenizer on a small corpus with the `tokenizers` library, wraps it
+as a `transformers.PreTrainedTokenizerFast` (bos `<s>`, eos `</s>`, pad `<pad>`; encoding with special tokens
+prepends `<s>`, like Llama), builds a seeded, randomly initialised `LlamaForCausalLM`, optionally trains it for a
+few plain next-token steps on the corpus (so that two models differ in more than their seed), and saves both with
+`save_pretrained` into one directory. The directory loads with `AutoTokenizer` / `AutoModelForCausalLM` and
+with lighteval's `TransformersModelConfig(model_name=<dir>, device="cpu", max_length=...)`.
+
+Nothing touches the network, and the same arguments give the same tokenizer and the same weights.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+
+BOS, EOS, PAD = "<s>", "</s>", "<pad>"
+SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
+
+
+def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
+    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus`; its post-processor prepends `<s>`."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(list(corpus), trainer=trainer)
+    bos_id = tokenizer.token_to_id(BOS)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, bos_id)]
+    )
+    return tokenizer
+
+
+def _training_batches(token_ids: list[int], seq_len: int, batch_size: int, steps: int, seed: int):
+    import torch
+
+    if len(token_ids) < seq_len + 1:
+        repeats = (seq_len + 1) // max(len(token_ids), 1) + 1
+        token_ids = token_ids * repeats
+    starts = list(range(0, len(token_ids) - seq_len, max(seq_len // 2, 1))) or [0]
+    rng = random.Random(seed)
+    for _ in range(steps):
+        chosen = [rng.choice(starts) for _ in range(batch_size)]
+        yield torch.tensor([token_ids[s : s + seq_len] for s in chosen], dtype=torch.long)
+
+
+def make_tiny_causal_lm(
+    out_dir: Path,
+    corpus: Sequence[str],
+    *,
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    max_position_embeddings: int = 512,
+    seed: int = 0,
+    train_steps: int = 0,
+    train_seq_len: int = 64,
+    train_batch_size: int = 8,
+    learning_rate: float = 3e-3,
+) -> Path:
+    """Build (and optionally train) a tiny Llama with its own BPE tokenizer and save both into `out_dir`.
+
+    Args:
+        out_dir: where `save_pretrained` writes tokenizer and model (created if needed).
+        corpus: texts to train the tokenizer on (and the model, when `train_steps > 0`).
+        vocab_size: BPE vocabulary size (the special tokens included); a small corpus may give fewer.
+        hidden_size, layers, heads, max_position_embeddings: the `LlamaConfig` shape.
+        seed: seeds the weight initialisation and the training batches.
+        train_steps: steps of plain next-token training (AdamW) on the concatenated corpus; 0 keeps the
+            random initialisation.
+        train_seq_len, train_batch_size, learning_rate: the training set-up.
+
+    Returns:
+        `out_dir`, for `TransformersModelConfig(model_name=str(out_dir), ...)`.
+    """
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    if not corpus:
+        raise ValueError("corpus must hold at least one text")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    backend = train_byte_level_bpe(corpus, vocab_size)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        model_max_length=max_position_embeddings,
+        clean_up_tokenization_spaces=False,
+    )
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 4,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=heads,
+        max_position_embeddings=max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+
+    if train_steps > 0:
+        token_ids: list[int] = []
+        for text in corpus:
+            token_ids.extend(tokenizer(text, add_special_tokens=True)["input_ids"])
+            token_ids.append(tokenizer.eos_token_id)
+        seq_len = min(train_seq_len, max_position_embeddings)
+        generator_state = torch.random.get_rng_state()
+        torch.manual_seed(seed + 1)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+        model.train()
+        with torch.enable_grad():
+            for batch in _training_batches(token_ids, seq_len, train_batch_size, train_steps, seed):
+                loss = model(input_ids=batch, labels=batch).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+        torch.random.set_rng_state(generator_state)
+    model.eval()
+
+    tokenizer.save_pretrained(out_dir)
+    model.save_pretrained(out_dir)
+    return out_dir

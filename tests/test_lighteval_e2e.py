@@ -1,0 +1,86 @@
+"""End to end: the plain `lighteval accelerate` CLI on a tiny local model over the local mirror, one task of each
+formulation (CF, MCF, hybrid, generative) and an `_enprompt` variant; the results file holds every metric."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT = Path(__file__).resolve().parent.parent
+EXPECTED = {
+    "sib200_yor_cf|0": {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"},
+    "sib200_yor_cf_enprompt|0": {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"},
+    "belebele_zul_mcf|5": {"acc"},
+    "mmlu_afr_virology_zul_hybrid|5": {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"},
+    "winogrande_afr_zul_cf|0": {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"},
+    "afriqa_hau|0": {"f1_hau", "exact_match_hau_prefix"},
+}
+
+pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
+
+
+def ensure_tiny_benchmarks_file() -> None:
+    """lighteval 0.13 downloads tinyBenchmarks.pkl whenever its built-in registry loads (no timeout, no offline
+    switch). Offline, an empty placeholder lets the registry load; tinyBenchmarks tasks would then fail loudly
+    (EOFError on unpickling), never silently. See the README, "Running lighteval offline"."""
+    import lighteval
+
+    path = Path(lighteval.__file__).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl"
+    if not path.exists():
+        path.touch()
+
+
+@pytest.fixture(scope="module")
+def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.tiny import make_tiny_causal_lm
+
+    root = tmp_path_factory.mktemp("e2e")
+    mirror = root / "mirror"
+    import_raw(shared_data, mirror, datasets=["sib200", "belebele", "mmlu_clinical_afr", "winogrande_afr", "afriqa"])
+    corpus = [line.strip() for line in (shared_data / "sib200" / "yor_Latn" / "train.tsv").open(encoding="utf-8")]
+    model = make_tiny_causal_lm(root / "model", corpus[:300])
+    ensure_tiny_benchmarks_file()
+    return mirror, model
+
+
+def test_lighteval_accelerate_cli_reports_every_metric(setup, tmp_path: Path):
+    mirror, model = setup
+    env = os.environ | {
+        "FINETASKS_AFR_DATA_DIR": str(mirror),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    lighteval = shutil.which("lighteval", path=str(Path(sys.executable).parent)) or "lighteval"
+    command = [
+        lighteval,
+        "accelerate",
+        f"model_name={model},device=cpu,batch_size=64,max_length=512",
+        ",".join(EXPECTED),
+        "--custom-tasks",
+        str(PROJECT / "finetasks_afr" / "tasks.py"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--max-samples",
+        "6",
+    ]
+    run = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    results_files = list((tmp_path / "out" / "results").rglob("results_*.json"))
+    assert len(results_files) == 1
+    results = json.loads(results_files[0].read_text())["results"]
+    for task, metrics in EXPECTED.items():
+        key = task  # the results file keys tasks as "name|fewshot"
+        assert key in results, (task, sorted(results))
+        for metric in metrics:
+            value = results[key][metric]
+            assert 0.0 <= value <= 1.0, (task, metric, value)
+            assert f"{metric}_stderr" in results[key]
+    # acc_norm_pmi exists at all only because finetasks_afr.compat is applied in the plain CLI (stock 0.13 raises)
