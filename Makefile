@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate clean
+.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,13 @@ simulate: install
 
 bench: install
 	$(PY) bench/bench_analysis.py
+	$(PY) bench/bench_pmi.py
+
+## Build the local dataset mirror from ../shared/data (or RAW=...) into DATA_DIR (default out/mirror).
+RAW ?= ../shared/data
+DATA_DIR ?= out/mirror
+mirror: install
+	$(CLI) data import-raw $(RAW) --out $(DATA_DIR)
 
 clean:
 	rm -rf out .pytest_cache .mypy_cache .ruff_cache

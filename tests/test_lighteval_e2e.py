@@ -84,3 +84,15 @@ def test_lighteval_accelerate_cli_reports_every_metric(setup, tmp_path: Path):
             assert 0.0 <= value <= 1.0, (task, metric, value)
             assert f"{metric}_stderr" in results[key]
     # acc_norm_pmi exists at all only because finetasks_afr.compat is applied in the plain CLI (stock 0.13 raises)
+
+
+def test_no_task_name_collides_with_lighteval_builtins(setup):
+    """lighteval raises when a custom task shares a built-in name; load every built-in suite, multilingual too."""
+    from lighteval.tasks.registry import Registry
+
+    configs = Registry.load_all_task_configs(
+        custom_tasks=str(PROJECT / "finetasks_afr" / "tasks.py"), load_multilingual=True
+    )
+    from finetasks_afr.benchmarks.common import TASK_INFO
+
+    assert set(TASK_INFO) <= set(configs)
