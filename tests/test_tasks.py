@@ -215,3 +215,25 @@ def test_prompt_snapshots(suite):
         if os.environ.get("FINETASKS_AFR_REQUIRE_SHARED") == "1":
             pytest.fail("snapshots were missing in CI")
     assert rendered == json.loads(SNAPSHOTS.read_text(encoding="utf-8"))
+
+
+def _five_shot_prompts(suite, name: str) -> list[str]:
+    import dataclasses
+
+    from lighteval.tasks.lighteval_task import LightevalTask
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    configs, _ = suite
+    config = dataclasses.replace(next(c for c in configs if c.name == name), num_fewshots=5)
+    docs = LightevalTask(config).get_docs(max_samples=4)
+    manager = PromptManager()
+    return [manager.prepare_prompt(doc) for doc in docs]
+
+
+def test_few_shot_prompts_repeat_byte_for_byte(suite):
+    """lighteval's sampler is seeded (variance seed 0, document shuffle 42): two builds give the same prompts."""
+    first = _five_shot_prompts(suite, "mmlu_afr_virology_zul_mcf")
+    second = _five_shot_prompts(suite, "mmlu_afr_virology_zul_mcf")
+    assert first == second
+    assert all(prompt.count("Umbuzo:") == 6 for prompt in first)  # 5 examples + the question, in isiZulu words
+    assert all("  " not in prompt for prompt in first)
