@@ -96,3 +96,27 @@ def test_no_task_name_collides_with_lighteval_builtins(setup):
     from finetasks_afr.benchmarks.common import TASK_INFO
 
     assert set(TASK_INFO) <= set(configs)
+
+
+def test_python_api_runs_the_suite_module(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The same tasks through lighteval's Python API (Pipeline), as the sweeps will call it."""
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    mirror, model = setup
+    monkeypatch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+    pipeline = Pipeline(
+        tasks="sib200_zul_hybrid|0,mmlu_afr_virology_zul_mcf_enprompt|2",
+        pipeline_parameters=PipelineParameters(
+            launcher_type=ParallelismManager.ACCELERATE,
+            custom_tasks_directory=str(PROJECT / "finetasks_afr" / "tasks.py"),
+            max_samples=4,
+        ),
+        evaluation_tracker=EvaluationTracker(output_dir=str(tmp_path), save_details=False),
+        model_config=TransformersModelConfig(model_name=str(model), device="cpu", batch_size=64, max_length=512),
+    )
+    pipeline.evaluate()
+    results = pipeline.get_results()["results"]
+    assert set(results["sib200_zul_hybrid:0"]) >= {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"}
+    assert "acc" in results["mmlu_afr_virology_zul_mcf_enprompt:2"]
