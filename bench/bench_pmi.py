@@ -39,6 +39,8 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.forward import bare_forward_seconds  # noqa: E402
+
 LETTERS = [" A", " B", " C", " D"]
 UNCONDITIONED = "Answer:"
 WORDS = [
@@ -161,46 +163,11 @@ def run_variant(model_dir: Path, data_dir: Path, out_dir: Path, metric_names, ba
     return calls, wall, {name: float(results[name]) for name in metric_names}
 
 
-def bare_forward_seconds(
-    model_dir: Path, docs: list[dict], batch_size: int, dedup: bool, repeats: int = 2
-) -> tuple[float, int]:
-    """Batched forward + log-softmax + gather on the same sequences as lighteval (no lighteval code); best of
-    `repeats` after a warm-up."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+def bare_pairs(docs: list[dict], dedup: bool) -> list[tuple[str, str]]:
+    """The (context, continuation) pairs lighteval scores: every choice, then the unconditioned ones."""
     pairs = [(doc["query"], choice) for doc in docs for choice in doc["choices"]]
     unconditioned = [(doc["uq"], choice) for doc in docs for choice in doc["choices"]]
-    pairs += list(dict.fromkeys(unconditioned)) if dedup else unconditioned
-    sequences = []
-    for context, continuation in pairs:
-        context_ids = tokenizer(context, add_special_tokens=True)["input_ids"]
-        continuation_ids = tokenizer(continuation, add_special_tokens=False)["input_ids"]
-        sequences.append((context_ids + continuation_ids, len(context_ids), continuation_ids))
-    sequences.sort(key=lambda item: -len(item[0]))
-
-    def one_pass(batches) -> None:
-        with torch.no_grad():
-            for batch in batches:
-                width = max(len(ids) for ids, _, _ in batch)
-                input_ids = torch.full((len(batch), width), tokenizer.eos_token_id, dtype=torch.long)
-                for row, (ids, _, _) in enumerate(batch):
-                    input_ids[row, : len(ids)] = torch.tensor(ids)
-                logprobs = torch.log_softmax(model(input_ids=input_ids).logits, dim=-1)
-                for row, (_, n_context, continuation_ids) in enumerate(batch):
-                    positions = torch.arange(n_context - 1, n_context - 1 + len(continuation_ids))
-                    logprobs[row, positions, torch.tensor(continuation_ids)].sum().item()
-
-    batches = [sequences[first : first + batch_size] for first in range(0, len(sequences), batch_size)]
-    one_pass(batches[:2])  # warm-up
-    timings = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        one_pass(batches)
-        timings.append(time.perf_counter() - start)
-    return min(timings), len(sequences)
+    return pairs + (list(dict.fromkeys(unconditioned)) if dedup else unconditioned)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,10 +232,10 @@ def main(argv: list[str] | None = None) -> int:
                 if label in best:
                     row[3], row[4] = min(row[3], best[label][3]), min(row[4], best[label][4])
                 best[label] = row
-            bare = bare_forward_seconds(model_dir, docs, args.batch_size, True, 1)
-            bare_dedup, n_dedup = min(bare[0], bare_dedup), bare[1]
-            bare = bare_forward_seconds(model_dir, docs, args.batch_size, False, 1)
-            bare_naive, n_naive = min(bare[0], bare_naive), bare[1]
+            pairs_dedup, pairs_naive = bare_pairs(docs, True), bare_pairs(docs, False)
+            bare_dedup = min(bare_forward_seconds(model_dir, pairs_dedup, args.batch_size, repeats=1), bare_dedup)
+            bare_naive = min(bare_forward_seconds(model_dir, pairs_naive, args.batch_size, repeats=1), bare_naive)
+            n_dedup, n_naive = len(pairs_dedup), len(pairs_naive)
     if was_applied:
         compat.apply()
 
