@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror clean
+.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror bench-suite clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ simulate: install
 bench: install
 	$(PY) bench/bench_analysis.py
 	$(PY) bench/bench_pmi.py
+
+## The whole multiple-choice suite on one tiny checkpoint (about 15 minutes on 2 cores).
+bench-suite: install
+	$(PY) bench/bench_suite.py --max-samples 4
 
 ## Build the local dataset mirror from ../shared/data (or RAW=...) into DATA_DIR (default out/mirror).
 RAW ?= ../shared/data
