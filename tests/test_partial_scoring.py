@@ -415,7 +415,8 @@ def test_prompt_function_on_rows(suite_configs):
     attached = next(row for row in TEST_ROWS if row["qID"] == "t3")
     assert cf.prompt_function(dict(attached), cf.name).query.endswith("kodwa uNatalie")
     assert cf.prompt_function(dict(TEST_ROWS[-1]), cf.name) is None  # nothing after the blank
-    assert mcf.prompt_function(dict(blank_first), mcf.name) is None  # MCF unchanged: still skipped
+    mcf_doc = mcf.prompt_function(dict(blank_first), mcf.name)  # MCF: the sentence with its blank, lettered options
+    assert mcf_doc is not None and "_ could not lift" in mcf_doc.query and mcf_doc.choices == [" A", " B"]
     assert [m.metric_name for m in cf.metrics] == list(METRIC_NAMES)
     assert [m.metric_name for m in mcf.metrics] == ["acc"]
 

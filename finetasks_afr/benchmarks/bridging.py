@@ -6,7 +6,7 @@ blank and the model scores only the rest of the sentence, log P(rest | sentence 
 one context per option (`finetasks_afr.partial_scoring`, which `finetasks_afr/tasks.py` applies). Its metrics are
 acc, acc_norm and acc_norm_token: PMI is meaningless when every option scores the same continuation. A sentence
 with the blank first is scored too (context = the option alone); one with nothing after the blank is skipped.
-Winogrande MCF is unchanged: the sentence up to the blank, the two completed endings as lettered options.
+Winogrande MCF: the sentence with its blank as the question and the two options as lettered choices.
 MMLU takes its 5 few-shot examples from the dev split.
 """
 
@@ -17,7 +17,6 @@ import dataclasses
 from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.metrics.normalizations import LogProbCharNorm, LogProbTokenNorm
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
-from lighteval.tasks.templates.continuation import get_continuation_prompt_function
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
@@ -27,20 +26,16 @@ from finetasks_afr.partial_scoring import get_partial_scoring_prompt_function
 SUBJECTS = ("clinical_knowledge", "college_medicine", "virology")
 
 
-def winogrande_adapter(line: dict) -> dict:
-    """MCF: context = the text before the blank; each option + the rest of the sentence is a lettered option."""
+def winogrande_mcq_adapter(line: dict) -> dict:
+    """MCF: the sentence with its blank is the question and the two options are lettered choices, so blank-first
+    sentences (7% of Amharic) and blanks attached to a prefix (Zulu "u_") render as written."""
     sentence = clean(line["Sentence"])
     if sentence.count("_") != 1:
         raise ValueError("the sentence must hold exactly one blank")
-    before, after = sentence.split("_")
-    if not before.strip():
-        raise ValueError("nothing before the blank")
     options = [clean(line["Option1"]), clean(line["Option2"])]
-    return {
-        "context": before.strip(),
-        "continuations": [clean(f"{option} {after}") for option in options],
-        "gold_idx": letter_index(line["Answer"], 2),
-    }
+    if not all(options):
+        raise ValueError("empty option")
+    return {"question": sentence, "choices": options, "gold_idx": letter_index(line["Answer"], 2)}
 
 
 def winogrande_partial_adapter(line: dict) -> dict:
@@ -72,20 +67,20 @@ WINOGRANDE = Family(
     benchmark="winogrande_afr",
     dataset="winogrande_afr",
     category="RES",
-    template=get_continuation_prompt_function,
-    adapter=winogrande_adapter,
+    template=get_mcq_prompt_function,
+    adapter=winogrande_mcq_adapter,
     random_baseline=0.5,
     evaluation_splits=("test",),
     few_shots_split="dev",
     hf_avail_splits=("train_s", "dev", "test"),
     formulations=("mcf",),
-    template_kwargs=(("fix_formatting", False),),  # keep the sentence as written: no re-capitalised names
 )
 WINOGRANDE_CF = dataclasses.replace(
     WINOGRANDE,
     template=get_partial_scoring_prompt_function,
     adapter=winogrande_partial_adapter,
     formulations=("cf",),
+    template_kwargs=(("fix_formatting", False),),  # keep the sentence as written: no re-capitalised names
 )
 
 
