@@ -21,8 +21,6 @@ Usage::
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from analysis.config import AggregateConfig
+from analysis.io import write_csv_atomic
 from analysis.metrics import metric_info
 
 SELECTION_COLUMNS: tuple[str, ...] = ("task", "fewshot", "metric")
@@ -108,8 +107,8 @@ def write_ranking(result: AggregateResult, out_dir: Path) -> Path:
     """Write out_dir/ranking.csv and out_dir/language_scores.csv atomically; return the ranking path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_csv_atomic(result.language_scores, out_dir / "language_scores.csv")
-    return _write_csv_atomic(result.ranking, out_dir / "ranking.csv")
+    write_csv_atomic(result.language_scores, out_dir / "language_scores.csv")
+    return write_csv_atomic(result.ranking, out_dir / "ranking.csv")
 
 
 # --- selection -----------------------------------------------------------------------------------------
@@ -406,16 +405,3 @@ def _listing(items: list[str], sep: str = ", ") -> str:
     """Join at most _MAX_LISTED items, so one message stays readable on a large table."""
     shown = sep.join(str(i) for i in items[:_MAX_LISTED])
     return shown if len(items) <= _MAX_LISTED else f"{shown}{sep}... ({len(items)} in all)"
-
-
-def _write_csv_atomic(frame: pl.DataFrame, path: Path) -> Path:
-    """Write to a temporary file beside `path`, then rename: a reader never sees half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        frame.write_csv(tmp)
-        Path(tmp).replace(path)  # os.replace: atomic on POSIX
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path

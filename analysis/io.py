@@ -19,11 +19,18 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        tmp.chmod(0o666 & ~_umask())  # mkstemp makes the file private (0600): give it the usual permissions
         tmp.replace(path)  # atomic rename (os.replace)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def atomic_write_text(path: Path, text: str) -> Path:

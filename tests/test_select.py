@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -169,6 +170,10 @@ def test_select_cli_is_deterministic(tmp_path: Path):
     required += " three_sigma consistency decision_accuracy kept reason"
     assert set(required.split()) <= set(decisions.columns)
     assert not list(outputs[0].rglob("*.tmp"))
+    umask = os.umask(0)
+    os.umask(umask)
+    for written in ("decisions.csv", "ranking.csv", "report.md"):  # not left private by the temporary file
+        assert (outputs[0] / written).stat().st_mode & 0o777 == 0o666 & ~umask, written
 
 
 def test_select_cli_reports_bad_input(tmp_path: Path):

@@ -46,8 +46,6 @@ Regenerate the committed file with `python -m finetasks_afr.demo.simulate` (or `
 from __future__ import annotations
 
 import argparse
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,6 +54,7 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
+from analysis.io import atomic_write
 from analysis.table import KEY, SCHEMA
 
 TaskKind = Literal["learnable", "late_emerging", "noisy", "random_label", "non_monotone"]
@@ -375,20 +374,6 @@ def truth_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}_truth.csv")
 
 
-def _atomic_write(path: Path, write: Callable[[Path], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        tmp.chmod(0o644)  # mkstemp creates the file private (0600)
-        tmp.replace(path)  # os.replace: atomic on one file system
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def write_bundled_sweep(path: Path, seed: int = 0) -> None:
     """Simulate the sweep and write it: the score table as parquet, the truth as `<stem>_truth.csv`.
 
@@ -403,8 +388,8 @@ def write_bundled_sweep(path: Path, seed: int = 0) -> None:
         "finetasks_afr.seed": str(seed),
         "finetasks_afr.truth": truth_path(path).name,
     }
-    _atomic_write(path, lambda tmp: table.write_parquet(tmp, compression="zstd", metadata=metadata))
-    _atomic_write(truth_path(path), lambda tmp: truth.write_csv(tmp))
+    atomic_write(path, lambda tmp: table.write_parquet(tmp, compression="zstd", metadata=metadata))
+    atomic_write(truth_path(path), lambda tmp: truth.write_csv(tmp))
 
 
 def main(argv: list[str] | None = None) -> None:
