@@ -26,7 +26,6 @@ import hashlib
 import json
 import os
 import random
-import shutil
 import sys
 import tempfile
 import time
@@ -40,6 +39,8 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.forward import bare_forward_seconds  # noqa: E402
+from bench.probe_tasks import probe_task_module  # noqa: E402
+from finetasks_afr.lighteval_runtime import clear_prediction_cache, custom_tasks_only  # noqa: E402
 
 LETTERS = [" A", " B", " C", " D"]
 UNCONDITIONED = "Answer:"
@@ -84,50 +85,15 @@ def write_dataset(parent: Path, docs: list[dict]) -> Path:
 
 
 def task_module(data_dir: Path, metric_names: tuple[str, ...]) -> types.ModuleType:
-    from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
-    from lighteval.metrics.normalizations import LogProbCharNorm, LogProbPMINorm, LogProbTokenNorm
-    from lighteval.tasks.lighteval_task import LightevalTaskConfig
-    from lighteval.tasks.requests import Doc
-
-    def prompt(line, task_name: str):
-        return Doc(
-            task_name=task_name,
-            query=line["query"],
-            choices=list(line["choices"]),
-            gold_index=line["gold"],
-            unconditioned_query=line["uq"],
-        )
-
-    metrics = {
-        "acc": LogLikelihoodAccMetric(normalization=None),
-        "acc_norm": LogLikelihoodAccMetric(normalization=LogProbCharNorm()),
-        "acc_norm_token": LogLikelihoodAccMetric(normalization=LogProbTokenNorm()),
-        "acc_norm_pmi": LogLikelihoodAccMetric(normalization=LogProbPMINorm()),
-    }
-    module = types.ModuleType("bench_pmi_tasks")
-    module.TASKS_TABLE = [
-        LightevalTaskConfig(
-            name=TASK,
-            prompt_function=prompt,
-            hf_repo=str(data_dir),
-            hf_subset="default",
-            hf_avail_splits=["test"],
-            evaluation_splits=["test"],
-            metrics=[metrics[name] for name in metric_names],
-        )
-    ]
-    return module
+    return probe_task_module(data_dir, TASK, metric_names, "bench_pmi_tasks")
 
 
 def run_variant(model_dir: Path, data_dir: Path, out_dir: Path, metric_names, batch_size: int, max_length: int):
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
-    from lighteval.tasks.registry import Registry
 
-    for cached in model_dir.iterdir():  # lighteval's prediction cache lives in <model_dir>/<16 hex>/
-        if cached.is_dir() and len(cached.name) == 16:
-            shutil.rmtree(cached)
+    clear_prediction_cache(model_dir)
 
     calls: list[tuple[int, int, float]] = []  # (documents, continuations, seconds)
     original = TransformersModel._loglikelihood_tokens
@@ -138,11 +104,8 @@ def run_variant(model_dir: Path, data_dir: Path, out_dir: Path, metric_names, ba
         calls.append((len(docs), sum(len(doc.choices) for doc in docs), time.perf_counter() - start))
         return result
 
-    def custom_only(custom_tasks=None, load_multilingual=False):
-        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
-
     with (
-        mock.patch.object(Registry, "load_all_task_configs", staticmethod(custom_only)),
+        custom_tasks_only(),
         mock.patch.object(TransformersModel, "_loglikelihood_tokens", timed),
     ):
         pipeline = Pipeline(

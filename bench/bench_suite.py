@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.forward import bare_forward_seconds  # noqa: E402
+from finetasks_afr.lighteval_runtime import clear_prediction_cache, custom_tasks_only  # noqa: E402
 
 
 def suite_tasks(mirror: Path) -> list[str]:
@@ -50,11 +50,8 @@ def run(model_dir: Path, names: list[str], out: Path, max_samples: int, batch_si
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
-    from lighteval.tasks.registry import Registry
 
-    for cached in model_dir.iterdir():  # lighteval's prediction cache lives in <model_dir>/<16 hex>/
-        if cached.is_dir() and len(cached.name) == 16:
-            shutil.rmtree(cached)
+    clear_prediction_cache(model_dir)
     pairs: list[tuple[str, str]] = []
     inside = [0.0]
     original = TransformersModel._loglikelihood_tokens
@@ -68,11 +65,8 @@ def run(model_dir: Path, names: list[str], out: Path, max_samples: int, batch_si
         inside[0] += time.perf_counter() - start
         return result
 
-    def custom_only(custom_tasks=None, load_multilingual=False):
-        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
-
     with (
-        mock.patch.object(Registry, "load_all_task_configs", staticmethod(custom_only)),
+        custom_tasks_only(),
         mock.patch.object(TransformersModel, "_loglikelihood_tokens", recorded),
     ):
         pipeline = Pipeline(

@@ -32,7 +32,9 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+from bench.probe_tasks import probe_task_module  # noqa: E402
 from finetasks_afr import compat  # noqa: E402
+from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -161,39 +163,7 @@ def data_dir(tmp_path_factory) -> Path:
 
 
 def _task_module(data_dir: Path, metric_names=METRIC_NAMES) -> types.ModuleType:
-    from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
-    from lighteval.metrics.normalizations import LogProbCharNorm, LogProbPMINorm, LogProbTokenNorm
-    from lighteval.tasks.lighteval_task import LightevalTaskConfig
-    from lighteval.tasks.requests import Doc
-
-    def prompt(line, task_name: str):
-        return Doc(
-            task_name=task_name,
-            query=line["query"],
-            choices=list(line["choices"]),
-            gold_index=line["gold"],
-            unconditioned_query=line["uq"],
-        )
-
-    metrics = {
-        "acc": LogLikelihoodAccMetric(normalization=None),
-        "acc_norm": LogLikelihoodAccMetric(normalization=LogProbCharNorm()),
-        "acc_norm_token": LogLikelihoodAccMetric(normalization=LogProbTokenNorm()),
-        "acc_norm_pmi": LogLikelihoodAccMetric(normalization=LogProbPMINorm()),
-    }
-    module = types.ModuleType("compat_probe_tasks")
-    module.TASKS_TABLE = [
-        LightevalTaskConfig(
-            name=TASK,
-            prompt_function=prompt,
-            hf_repo=str(data_dir),
-            hf_subset="default",
-            hf_avail_splits=["test"],
-            evaluation_splits=["test"],
-            metrics=[metrics[name] for name in metric_names],
-        )
-    ]
-    return module
+    return probe_task_module(data_dir, TASK, metric_names, "compat_probe_tasks")
 
 
 def run_pipeline(model_dir: Path, data_dir: Path, out_dir: Path, metric_names=METRIC_NAMES):
@@ -201,7 +171,6 @@ def run_pipeline(model_dir: Path, data_dir: Path, out_dir: Path, metric_names=ME
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
-    from lighteval.tasks.registry import Registry
 
     module = _task_module(data_dir, metric_names)
     calls: list[list] = []
@@ -211,11 +180,7 @@ def run_pipeline(model_dir: Path, data_dir: Path, out_dir: Path, metric_names=ME
         calls.append(list(docs))
         return original(self, docs, *args, **kwargs)
 
-    def custom_only(custom_tasks=None, load_multilingual=False):
-        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Registry, "load_all_task_configs", staticmethod(custom_only))
+    with custom_tasks_only(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(TransformersModel, "_loglikelihood_tokens", spy)
         pipeline = Pipeline(
             tasks=TASK_KEY,

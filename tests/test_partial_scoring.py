@@ -29,6 +29,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from finetasks_afr import compat, partial_scoring  # noqa: E402
+from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -180,7 +181,6 @@ def run_pipeline(model_dir: Path, config, out_dir: Path):
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
-    from lighteval.tasks.registry import Registry
 
     module = types.ModuleType("winogrande_partial_probe_tasks")
     module.TASKS_TABLE = [config]
@@ -191,11 +191,7 @@ def run_pipeline(model_dir: Path, config, out_dir: Path):
         calls.append(list(docs))
         return original(self, docs, *args, **kwargs)
 
-    def custom_only(custom_tasks=None, load_multilingual=False):
-        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Registry, "load_all_task_configs", staticmethod(custom_only))
+    with custom_tasks_only(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(TransformersModel, "_loglikelihood_tokens", spy)
         pipeline = Pipeline(
             tasks=TASK_KEY,
