@@ -31,3 +31,50 @@ def clear_prediction_cache(model_dir: Path) -> None:
     for cached in Path(model_dir).iterdir():
         if cached.is_dir() and len(cached.name) == 16:
             shutil.rmtree(cached)
+
+
+@contextmanager
+def memoised_datasets() -> Iterator[dict]:
+    """Within the block, each task's dataset is loaded once per process, however many pipelines ask for it.
+
+    A checkpoint sweep builds one lighteval Pipeline per checkpoint, and each Pipeline loads every task's dataset
+    again (0.05-0.5 s per task from a local mirror, more from the hub). The data do not change between
+    checkpoints; Arrow-backed datasets are immutable, so sharing them is safe. Yields the memo (for tests).
+    """
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    original = LightevalTask.download_dataset_worker
+    memo: dict = {}
+
+    def load(task):
+        key = (task.dataset_path, task.dataset_config_name, task.dataset_revision, id(task.dataset_filter))
+        if key not in memo:
+            memo[key] = original(task)
+        return memo[key]
+
+    with mock.patch.object(LightevalTask, "download_dataset_worker", staticmethod(load)):
+        yield memo
+
+
+@contextmanager
+def prediction_cache_in(directory: Path) -> Iterator[None]:
+    """Models built within the block keep lighteval's prediction cache under `directory`.
+
+    lighteval 0.13 puts it at `<cache_dir>/<model_name>/<hash of the model config>`; with an absolute model_name
+    that is inside the checkpoint folder (Path joins drop cache_dir), where it writes into the user's checkpoint
+    and serves OLD predictions after weights change in place. A fresh directory per evaluation makes stale
+    predictions impossible and leaves checkpoints untouched.
+    """
+    from lighteval.utils.cache_management import SampleCache
+
+    def init(self, model_config) -> None:
+        self.model_config = model_config
+        self.model_hash = self.get_model_hash(model_config)
+        self.cache_dir = Path(directory) / self.model_hash
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = None
+        self.existing_indices = self._load_cached_indices()
+        self._task_hashes = {}
+
+    with mock.patch.object(SampleCache, "__init__", init):
+        yield

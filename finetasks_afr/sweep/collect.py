@@ -1,0 +1,304 @@
+"""Turn lighteval result directories into the score table: one row per (run, seed, step, task, fewshot, metric).
+
+Works on a sweep's output (each results file sits in a part folder whose `part.json` names the checkpoint and
+the tasks' metadata) and on the output of anyone's own `lighteval accelerate` loop: then the checkpoint is read
+from the results file's `model_name` (a local path such as `runs/mix-a/seed-1/checkpoint-200`, by the rules of
+`finetasks_afr.sweep.discover`, or a hub id with a `stepN` revision), tokens from the checkpoint's
+`trainer_state.json` when it is still there, else `tokens_per_step`; task metadata from our suite's TASK_INFO,
+a custom tasks module's TASK_INFO, or a task-info CSV.
+
+When the same checkpoint, task and few-shot count appear in two results files (a re-run), the newer file wins
+and the older is listed in the report; nothing is counted twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
+from finetasks_afr.sweep.discover import Checkpoint, identity_from_path, tokens_of
+from finetasks_afr.sweep.store import PART_MANIFEST
+
+_STEP_REVISION = re.compile(r"step[-_]?(\d+)", re.IGNORECASE)
+_TIMESTAMP = re.compile(r"results_(.+)\.json$")
+
+
+class CollectError(ValueError):
+    """A results file that cannot be collected; the message names it and the fix."""
+
+
+@dataclass
+class CollectReport:
+    """What collection read, skipped and superseded, for the log."""
+
+    files: int = 0
+    rows: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, reason) under --skip-bad
+    superseded: list[str] = field(default_factory=list)  # older results of a re-run
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"collected {self.rows} rows from {self.files} results file(s)"]
+        if self.superseded:
+            lines.append(f"{len(self.superseded)} older result set(s) superseded by newer runs of the same tasks")
+        for path, reason in self.skipped:
+            lines.append(f"skipped {path}: {reason}")
+        lines += self.notes
+        return "\n".join(lines)
+
+
+@dataclass
+class _ResultFile:
+    path: Path
+    checkpoint: Checkpoint
+    results: dict[str, dict]
+    task_info: dict[str, TaskInfo]
+    order: str  # sorts older before newer
+
+
+def results_files(roots: Sequence[Path]) -> list[Path]:
+    """Every lighteval results file (`results_*.json` or a sweep part's `results.json`) under the roots."""
+    files: set[Path] = set()
+    for root in map(Path, roots):
+        if root.is_file():
+            files.add(root)
+        elif root.is_dir():
+            files.update(root.rglob("results_*.json"))
+            files.update(p for p in root.rglob("results.json") if (p.parent / PART_MANIFEST).is_file())
+        else:
+            raise CollectError(f"{root}: no such file or directory; fix: pass lighteval output or sweep directories")
+    return sorted(files)
+
+
+def _load_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as error:
+        raise CollectError(f"{path}: not UTF-8 text ({error})") from error
+    except ValueError as error:
+        raise CollectError(f"{path}: corrupt or truncated JSON ({error})") from error
+    if not isinstance(data, dict):
+        raise CollectError(f"{path}: expected a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _checkpoint_from_config(path: Path, data: dict, tokens_per_step: int | None) -> Checkpoint:
+    general = data.get("config_general")
+    if not isinstance(general, dict):
+        raise CollectError(f"{path}: no config_general; not a lighteval results file")
+    model_config = general.get("model_config") if isinstance(general.get("model_config"), dict) else {}
+    model_name = general.get("model_name") or model_config.get("model_name")
+    if not isinstance(model_name, str) or not model_name:
+        raise CollectError(f"{path}: config_general has no model_name; cannot tell which checkpoint this is")
+    revision = model_config.get("revision")
+    local = Path(model_name)
+    if local.is_absolute() or local.exists():
+        run, seed, step = identity_from_path(model_name)
+        if step is None:
+            raise CollectError(
+                f"{path}: cannot read a training step from model_name {model_name!r}; fix: evaluate checkpoint "
+                "folders named checkpoint-<step> (or step-<step>)"
+            )
+        directory = local if local.is_dir() else None
+        return Checkpoint(run, seed, step, tokens_of(directory, step, tokens_per_step), model_name, None)
+    match = _STEP_REVISION.search(revision or "")
+    if not match:
+        raise CollectError(
+            f"{path}: model {model_name!r} is neither a local checkpoint folder nor a hub revision naming a step "
+            f"(revision {revision!r}); fix: evaluate revisions named step<N>"
+        )
+    step = int(match.group(1))
+    tokens = None if tokens_per_step is None else tokens_per_step * step
+    return Checkpoint(model_name.split("/")[-1], None, step, tokens, model_name, revision)
+
+
+def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
+    data = _load_json(path)
+    results = data.get("results")
+    if not isinstance(results, dict) or not results:
+        raise CollectError(f"{path}: no 'results' object (a partial or interrupted write?)")
+    manifest_path = path.parent / PART_MANIFEST
+    info: dict[str, TaskInfo] = {}
+    if path.name == "results.json" and manifest_path.is_file():
+        manifest = _load_json(manifest_path)
+        try:
+            checkpoint = Checkpoint.from_json(manifest["checkpoint"])
+            info = {task: TaskInfo(**fields) for task, fields in (manifest.get("task_info") or {}).items()}
+        except (KeyError, TypeError) as error:
+            raise CollectError(f"{manifest_path}: not a sweep part manifest ({error})") from error
+        order = str(manifest.get("finished", ""))
+    else:
+        checkpoint = _checkpoint_from_config(path, data, tokens_per_step)
+        stamp = _TIMESTAMP.search(path.name)
+        order = stamp.group(1) if stamp else ""
+    return _ResultFile(path, checkpoint, results, info, order)
+
+
+def _number(value: Any, path: Path, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise CollectError(f"{path}: {where} is {value!r}, not a number")
+    return float(value)
+
+
+def _rows(result: _ResultFile, task_info: Mapping[str, TaskInfo], unknown: set[str]) -> list[dict]:
+    rows = []
+    checkpoint = result.checkpoint
+    for key, metrics in result.results.items():
+        if key == "all":
+            continue
+        task, _, fewshot = key.partition("|")
+        if not fewshot.isdigit() or not isinstance(metrics, dict):
+            raise CollectError(f"{result.path}: results entry {key!r} is not 'task|fewshot' with a metrics object")
+        info = result.task_info.get(task) or task_info.get(task)
+        if info is None:
+            unknown.add(task)
+            continue
+        for metric, value in metrics.items():
+            if metric.endswith("_stderr"):
+                continue
+            score = _number(value, result.path, f"{key} {metric}")
+            stderr = _number(metrics.get(f"{metric}_stderr"), result.path, f"{key} {metric}_stderr")
+            rows.append(
+                {
+                    "run": checkpoint.run,
+                    "seed": checkpoint.seed,
+                    "step": checkpoint.step,
+                    "tokens": checkpoint.tokens,
+                    "task": task,
+                    "benchmark": info.benchmark,
+                    "language": info.language,
+                    "category": info.category,
+                    "formulation": info.formulation,
+                    "fewshot": int(fewshot),
+                    "metric": metric,
+                    "score": math.nan if score is None else score,
+                    "stderr": None if stderr is None or math.isnan(stderr) else stderr,
+                    "random_baseline": float(info.random_baseline),
+                }
+            )
+    return rows
+
+
+def suite_task_info() -> dict[str, TaskInfo]:
+    """TASK_INFO of the finetasks-afr suite (imports lighteval and builds the suite: a few seconds)."""
+    from finetasks_afr.tasks import TASK_INFO
+
+    return {name: TaskInfo(t.benchmark, t.language, t.category, t.formulation, t.random_baseline)
+            for name, t in TASK_INFO.items()}  # fmt: skip
+
+
+def module_task_info(path: str | Path) -> dict[str, TaskInfo]:
+    """TASK_INFO of a custom tasks module (a .py file or an importable name)."""
+    from lighteval.tasks.registry import Registry
+
+    module = Registry.create_custom_tasks_module(str(path))
+    known = getattr(module, "TASK_INFO", None)
+    if not isinstance(known, Mapping):
+        raise CollectError(f"{path}: the custom tasks module defines no TASK_INFO; fix: pass --task-info CSV instead")
+    return {
+        name: TaskInfo(t.benchmark, t.language, t.category, t.formulation, float(t.random_baseline))
+        for name, t in known.items()
+    }
+
+
+def collect(
+    roots: Sequence[Path],
+    *,
+    tokens_per_step: int | None = None,
+    task_info: Mapping[str, TaskInfo] | Path | None = None,
+    custom_tasks: str | Path | None = None,
+    skip_bad: bool = False,
+) -> tuple[pl.DataFrame, CollectReport]:
+    """The validated score table of every results file under `roots`, and what happened on the way."""
+    report = CollectReport()
+    files = results_files(roots)
+    if not files:
+        raise CollectError(
+            f"no lighteval results file (results_*.json) under {', '.join(map(str, roots))}; "
+            "fix: point at the --output-dir of lighteval or at a sweep's --out"
+        )
+    parsed: list[_ResultFile] = []
+    for path in files:
+        try:
+            parsed.append(_read_file(path, tokens_per_step))
+        except CollectError as error:
+            if not skip_bad:
+                raise CollectError(f"{error}; fix: repair or delete the file, or pass --skip-bad") from error
+            report.skipped.append((str(path), str(error).removeprefix(f"{path}: ")))
+    known = _known_task_info(parsed, task_info, custom_tasks)
+    rows, unknown = _latest_rows(parsed, known, report)
+    if unknown:
+        raise CollectError(
+            f"{len(unknown)} task(s) without metadata (benchmark, language, category, formulation, random "
+            f"baseline): {', '.join(sorted(unknown)[:8])}; fix: pass --custom-tasks with the module defining them "
+            "(and a TASK_INFO) or --task-info CSV"
+        )
+    frame = pl.DataFrame(rows, schema=SCHEMA)
+    report.files = len(parsed)
+    try:
+        frame, load = validate(frame, source=", ".join(map(str, roots)))
+    except ScoreTableError as error:
+        raise CollectError(str(error)) from error
+    report.rows = frame.height
+    if load.dropped_nan:
+        report.notes.append(load.summary())
+    report.notes += load.notes
+    return frame, report
+
+
+def _known_task_info(
+    parsed: list[_ResultFile], task_info: Mapping[str, TaskInfo] | Path | None, custom_tasks: str | Path | None
+) -> dict[str, TaskInfo]:
+    """Metadata for tasks the sweep manifests do not describe; the suite is imported only when needed."""
+    described = {task for result in parsed for task in result.task_info}
+    wanted = {key.partition("|")[0] for result in parsed for key in result.results if key != "all"} - described
+    known: dict[str, TaskInfo] = {}
+    if custom_tasks is not None:
+        known.update(module_task_info(custom_tasks))
+    if task_info is not None:
+        known.update(read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else dict(task_info))
+    if wanted - set(known):
+        known = {**suite_task_info(), **known}
+    return known
+
+
+def _latest_rows(
+    parsed: list[_ResultFile], known: Mapping[str, TaskInfo], report: CollectReport
+) -> tuple[list[dict], set[str]]:
+    """Rows of every file, the newest file winning per (checkpoint, task|fewshot)."""
+    owner: dict[tuple, _ResultFile] = {}
+    for result in sorted(parsed, key=lambda r: r.order):
+        c = result.checkpoint
+        for key in result.results:
+            if key == "all":
+                continue
+            slot = (c.run, c.seed, c.step, key)
+            if slot in owner and owner[slot] is not result:
+                report.superseded.append(f"{owner[slot].path} ({key})")
+            owner[slot] = result
+    kept: dict[int, set[str]] = {}
+    for slot, owner_file in owner.items():
+        kept.setdefault(id(owner_file), set()).add(slot[3])
+    rows: list[dict] = []
+    unknown: set[str] = set()
+    for result in parsed:
+        mine = kept.get(id(result), set())
+        trimmed = _ResultFile(
+            result.path,
+            result.checkpoint,
+            {k: v for k, v in result.results.items() if k in mine},
+            result.task_info,
+            result.order,
+        )
+        rows += _rows(trimmed, known, unknown)
+    return rows, unknown

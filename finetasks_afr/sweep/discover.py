@@ -1,0 +1,347 @@
+"""Find the checkpoints of training runs: local run directories, globs, and hub repositories with one revision
+per step.
+
+A checkpoint is identified by (run, seed, step); `tokens` (tokens seen at that step) comes from the HF Trainer's
+`trainer_state.json` (`num_input_tokens_seen`) or from `tokens_per_step * step`.
+
+Run sources (one string each, as on the command line):
+
+- `path/to/run`: a directory holding `checkpoint-<step>` (HF Trainer) or `step-<step>` / `step<step>` folders;
+- `path/to/parent`: a directory whose sub-directories (up to two levels down) are such run directories, e.g.
+  `sweeps/mix-a/seed-1/checkpoint-100` or `sweeps/mix-a-seed1/checkpoint-100`;
+- a glob matching checkpoint folders, e.g. `'ckpts/*/ckpt_*'` (the step is the last number in the folder name);
+- `hf://org/repo`: a hub repository whose branches or tags name steps (`step1000`, Pythia style);
+- any of these prefixed with `NAME=` or `NAME:SEED=` names the run (and its seed) instead of inferring them.
+
+Inference: a run directory called `<run>-seed<k>` / `<run>_seed_<k>` is run `<run>` seed k; one called `seed-<k>` /
+`seed<k>` is seed k of the run named by its parent; otherwise the directory name is the run and the seed is empty.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+_STEP_DIR = re.compile(r"^(?:checkpoint|step|ckpt|global_step|iter)[-_]?(\d+)$", re.IGNORECASE)
+_LAST_NUMBER = re.compile(r"(\d+)(?!.*\d)")
+_SEEDED_RUN = re.compile(r"^(?P<run>.+?)[-_.]seed[-_]?(?P<seed>\d+)$", re.IGNORECASE)
+_SEED_DIR = re.compile(r"^seed[-_]?(?P<seed>\d+)$", re.IGNORECASE)
+_NAMED = re.compile(r"^(?P<run>[^=:/\\]+?)(?::(?P<seed>\d+))?=(?P<source>.+)$")
+HUB_PREFIX = "hf://"
+DEFAULT_REVISION_PATTERN = r"^step[-_]?(\d+)$"
+
+
+class DiscoveryError(ValueError):
+    """A run source that does not describe checkpoints; the message names it and says how to fix it."""
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """One model to evaluate: where it is, and where it sits in its training run."""
+
+    run: str
+    seed: int | None
+    step: int
+    tokens: int | None
+    path: str  # local directory, or the hub repository id
+    revision: str | None = None  # hub revision (branch, tag or commit); None for a local directory
+
+    @property
+    def key(self) -> str:
+        """A file-name-safe identity, unique within a sweep: `<run>/seed-<s>/step-<N>`."""
+        seed = "none" if self.seed is None else str(self.seed)
+        return f"{_safe(self.run)}/seed-{seed}/step-{self.step:09d}"
+
+    @property
+    def label(self) -> str:
+        seed = "" if self.seed is None else f" seed {self.seed}"
+        return f"{self.run}{seed} step {self.step}"
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Checkpoint:
+        return cls(**{k: data.get(k) for k in ("run", "seed", "step", "tokens", "path", "revision")})
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
+
+
+@dataclass(frozen=True)
+class Incomplete:
+    """A checkpoint folder that cannot be evaluated, and why."""
+
+    path: str
+    reason: str
+
+
+# --------------------------------------------------------------------------------------------------
+# Local checkpoints
+
+
+def missing_files(directory: Path) -> list[str]:
+    """What a loadable transformers checkpoint lacks: its config and any weights file."""
+    missing = [] if (directory / "config.json").is_file() else ["config.json"]
+    if not any((directory / name).is_file() for name in WEIGHT_FILES):
+        missing.append("weights (" + " or ".join(WEIGHT_FILES) + ")")
+    return missing
+
+
+def step_of(directory: Path) -> int | None:
+    """The training step a checkpoint folder stands for: from its name, else from its trainer_state.json."""
+    match = _STEP_DIR.match(directory.name)
+    if match:
+        return int(match.group(1))
+    state = read_trainer_state(directory)
+    if state and isinstance(state.get("global_step"), int):
+        return state["global_step"]
+    match = _LAST_NUMBER.search(directory.name)
+    return int(match.group(1)) if match else None
+
+
+def read_trainer_state(directory: Path) -> dict | None:
+    """The HF Trainer's `trainer_state.json` of a checkpoint, or None when there is none.
+
+    A corrupt file is an error naming it: tokens silently missing would hide a broken checkpoint.
+    """
+    path = directory / "trainer_state.json"
+    if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DiscoveryError(f"{path}: unreadable trainer state ({error}); fix: restore or delete the file") from error
+    if not isinstance(state, dict):
+        raise DiscoveryError(f"{path}: expected a JSON object; fix: restore or delete the file")
+    return state
+
+
+def tokens_of(directory: Path | None, step: int, tokens_per_step: int | None) -> int | None:
+    """Tokens seen at `step`: `num_input_tokens_seen` of the trainer state, else `tokens_per_step * step`."""
+    if directory is not None:
+        state = read_trainer_state(directory)
+        seen = state.get("num_input_tokens_seen") if state else None
+        if isinstance(seen, int | float) and seen > 0:
+            return int(seen)
+    return None if tokens_per_step is None else tokens_per_step * step
+
+
+def is_checkpoint_dir(directory: Path) -> bool:
+    return directory.is_dir() and (_STEP_DIR.match(directory.name) is not None)
+
+
+def run_identity(run_dir: Path) -> tuple[str, int | None]:
+    """(run, seed) inferred from a run directory's name and, for `seed-<k>` folders, its parent's."""
+    seed_only = _SEED_DIR.match(run_dir.name)
+    if seed_only:
+        return run_dir.resolve().parent.name, int(seed_only.group("seed"))
+    seeded = _SEEDED_RUN.match(run_dir.name)
+    if seeded:
+        return seeded.group("run"), int(seeded.group("seed"))
+    return run_dir.resolve().name, None
+
+
+def identity_from_path(path: str) -> tuple[str, int | None, int | None]:
+    """(run, seed, step) of a checkpoint path, by the same rules as discovery; for results of a user's own loop."""
+    directory = Path(path)
+    step = step_of(directory) if directory.exists() else None
+    if step is None:
+        match = _LAST_NUMBER.search(directory.name)
+        step = int(match.group(1)) if match else None
+    run, seed = run_identity(directory.parent) if directory.parent != directory else (directory.name, None)
+    return run, seed, step
+
+
+def _run_dirs(root: Path, depth: int = 2) -> list[Path]:
+    """`root` if it holds checkpoint folders, else its descendants (to `depth`) that do."""
+    if any(is_checkpoint_dir(child) for child in root.iterdir()):
+        return [root]
+    if depth == 0:
+        return []
+    found: list[Path] = []
+    for child in sorted(p for p in root.iterdir() if p.is_dir()):
+        found.extend(_run_dirs(child, depth - 1))
+    return found
+
+
+def _local_checkpoints(
+    folders: Iterable[Path], run: str, seed: int | None, tokens_per_step: int | None, source: str
+) -> tuple[list[Checkpoint], list[Incomplete]]:
+    found, incomplete = [], []
+    for folder in sorted(folders):
+        step = step_of(folder)
+        if step is None:
+            raise DiscoveryError(f"{folder}: no step in the folder name or its trainer_state.json (from {source}); "
+                                 "fix: name checkpoint folders checkpoint-<step>")  # fmt: skip
+        missing = missing_files(folder)
+        if missing:
+            incomplete.append(Incomplete(str(folder), "missing " + ", ".join(missing)))
+            continue
+        tokens = tokens_of(folder, step, tokens_per_step)
+        found.append(Checkpoint(run, seed, step, tokens, str(folder.resolve())))
+    return found, incomplete
+
+
+def _from_directory(root: Path, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str):
+    run_dirs = _run_dirs(root)
+    if not run_dirs:
+        raise DiscoveryError(
+            f"{source}: no checkpoint folders (checkpoint-<step>, step-<step>) in {root} or two levels below it; "
+            "fix: point at a training output directory or pass a glob of checkpoint folders"
+        )
+    if name is not None and len(run_dirs) > 1:
+        raise DiscoveryError(
+            f"{source}: a run name was given but {len(run_dirs)} run directories were found "
+            f"({', '.join(str(d) for d in run_dirs[:3])}, ...); fix: name each run directory separately"
+        )
+    found, incomplete = [], []
+    for run_dir in run_dirs:
+        run, seed = name if name is not None else run_identity(run_dir)
+        folders = [child for child in run_dir.iterdir() if is_checkpoint_dir(child)]
+        more, bad = _local_checkpoints(folders, run, seed, tokens_per_step, source)
+        found += more
+        incomplete += bad
+    return found, incomplete
+
+
+def _from_glob(pattern: str, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str):
+    folders = [Path(p) for p in glob.glob(pattern) if Path(p).is_dir()]  # noqa: PTH207 (absolute patterns)
+    if not folders:
+        raise DiscoveryError(f"{source}: the glob matches no directory; fix: check the pattern (quote it in the shell)")
+    found, incomplete = [], []
+    by_parent: dict[Path, list[Path]] = {}
+    for folder in folders:
+        by_parent.setdefault(folder.parent, []).append(folder)
+    for parent, members in by_parent.items():
+        run, seed = name if name is not None else run_identity(parent)
+        more, bad = _local_checkpoints(members, run, seed, tokens_per_step, source)
+        found += more
+        incomplete += bad
+    return found, incomplete
+
+
+# --------------------------------------------------------------------------------------------------
+# Hub repositories
+
+
+def hub_revisions(repo_id: str, pattern: str = DEFAULT_REVISION_PATTERN) -> list[tuple[str, int]]:
+    """(revision, step) for every branch or tag of `repo_id` whose name matches `pattern` (step = group 1).
+
+    Needs the hub; offline this raises huggingface_hub's error, which names the repository.
+    """
+    from huggingface_hub import HfApi
+
+    refs = HfApi().list_repo_refs(repo_id)
+    regex = re.compile(pattern)
+    out = []
+    for ref in [*refs.branches, *refs.tags]:
+        match = regex.match(ref.name)
+        if match:
+            out.append((ref.name, int(match.group(1))))
+    return sorted(set(out), key=lambda pair: pair[1])
+
+
+def _from_hub(
+    repo_id: str, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str, pattern: str
+) -> list[Checkpoint]:
+    revisions = hub_revisions(repo_id, pattern)
+    if not revisions:
+        raise DiscoveryError(
+            f"{source}: no branch or tag of {repo_id} matches {pattern!r}; fix: pass --revision-pattern"
+        )
+    run, seed = name if name is not None else (repo_id.split("/")[-1], None)
+    return [
+        Checkpoint(run, seed, step, None if tokens_per_step is None else tokens_per_step * step, repo_id, revision)
+        for revision, step in revisions
+    ]
+
+
+# --------------------------------------------------------------------------------------------------
+# Entry point
+
+
+@dataclass
+class Discovery:
+    """Every checkpoint found, and the folders that looked like checkpoints but cannot be evaluated."""
+
+    checkpoints: list[Checkpoint]
+    incomplete: list[Incomplete]
+
+
+def parse_source(source: str) -> tuple[tuple[str, int | None] | None, str]:
+    """Split `NAME[:SEED]=WHERE` into ((name, seed), where); a plain source has no name."""
+    match = _NAMED.match(source)
+    if match and not Path(source).exists():
+        seed = match.group("seed")
+        return (match.group("run"), None if seed is None else int(seed)), match.group("source")
+    return None, source
+
+
+def discover(
+    sources: Sequence[str],
+    *,
+    tokens_per_step: int | None = None,
+    revision_pattern: str = DEFAULT_REVISION_PATTERN,
+    steps: Iterable[int] | None = None,
+    allow_incomplete: bool = False,
+) -> Discovery:
+    """All checkpoints of the given run sources, sorted by (run, seed, step).
+
+    Raises `DiscoveryError` for a source without checkpoints, two sources giving the same (run, seed, step), and,
+    unless `allow_incomplete`, for a checkpoint folder without config or weights (a crashed save, a copy in
+    progress): evaluating it would fail later, or worse, evaluate something else.
+    """
+    found: list[Checkpoint] = []
+    incomplete: list[Incomplete] = []
+    for source in sources:
+        name, where = parse_source(source)
+        if where.startswith(HUB_PREFIX):
+            found += _from_hub(where[len(HUB_PREFIX) :], name, tokens_per_step, source, revision_pattern)
+        elif Path(where).is_dir():
+            more, bad = _from_directory(Path(where), name, tokens_per_step, source)
+            found += more
+            incomplete += bad
+        elif glob.has_magic(where):
+            more, bad = _from_glob(where, name, tokens_per_step, source)
+            found += more
+            incomplete += bad
+        else:
+            raise DiscoveryError(
+                f"{source}: not a directory, a glob or an hf://org/repo; fix: check the path (it does not exist)"
+            )
+    if incomplete and not allow_incomplete:
+        listing = "; ".join(f"{item.path}: {item.reason}" for item in incomplete[:5])
+        raise DiscoveryError(
+            f"{len(incomplete)} checkpoint folder(s) cannot be evaluated: {listing}; "
+            "fix: finish or delete them, or pass --skip-incomplete to evaluate the others"
+        )
+    _check_unique(found)
+    if steps is not None:
+        wanted = set(steps)
+        found = [c for c in found if c.step in wanted]
+    found.sort(key=lambda c: (c.run, -1 if c.seed is None else c.seed, c.step))
+    return Discovery(found, incomplete)
+
+
+def _check_unique(found: list[Checkpoint]) -> None:
+    seen: dict[tuple, Checkpoint] = {}
+    for checkpoint in found:
+        key = (checkpoint.run, checkpoint.seed, checkpoint.step)
+        if key in seen:
+            raise DiscoveryError(
+                f"two checkpoints are {checkpoint.label}: {seen[key].path} and {checkpoint.path}; "
+                "fix: name the runs explicitly with NAME[:SEED]=PATH"
+            )
+        seen[key] = checkpoint

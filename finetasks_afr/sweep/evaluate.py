@@ -1,0 +1,400 @@
+"""Evaluate checkpoints with lighteval's Python API, many per process.
+
+One `Evaluator` per worker process pays lighteval's import and the task suite's construction once; each
+checkpoint then costs one model load and one `Pipeline` over all its pending tasks (datasets are memoised per
+process). Every evaluation runs in a staging folder with its own prediction cache and is committed by one
+rename (see `finetasks_afr.sweep.store`), so a kill at any moment loses at most the checkpoint in flight.
+
+Backends: lighteval's transformers ("accelerate") backend, the default; and lighteval's vLLM backend for GPU
+users (`backend="vllm"`, needs `pip install 'finetasks-afr[vllm]'` in a GPU environment; not exercised here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import platform
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from finetasks_afr.sweep.discover import Checkpoint
+from finetasks_afr.sweep.store import PART_MANIFEST, RESULTS_FILE, SweepStore, part_id
+
+BACKENDS = ("accelerate", "vllm")
+TASK_INFO_FIELDS = ("benchmark", "language", "category", "formulation", "random_baseline")
+DEFAULT_CUSTOM_TASKS = str(Path(__file__).resolve().parent.parent / "tasks.py")
+
+
+class TaskListError(ValueError):
+    """A task list entry that is not `task`, `task|fewshot` or `suite|task|fewshot`."""
+
+
+def parse_tasks(spec: str | Path) -> list[str]:
+    """`task|fewshot` entries from a file (one per line, `#` comments) or a comma-separated list.
+
+    Accepts `task` (0-shot), `task|k` and lighteval's old `suite|task|k` (the suite is dropped), so the suite
+    files written by `finetasks-afr select` can be swept as they are.
+    """
+    path = Path(spec)
+    if path.is_file():
+        raw = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        source = str(path)
+    else:
+        raw = [item.strip() for item in str(spec).split(",")]
+        source = "the task list"
+    out: list[str] = []
+    for entry in filter(None, raw):
+        parts = entry.split("|")
+        if len(parts) == 3:
+            parts = parts[1:]
+        if len(parts) == 1:
+            parts.append("0")
+        if len(parts) != 2 or not parts[0] or not parts[1].isdigit():
+            raise TaskListError(f"{source}: {entry!r} is not task, task|fewshot or suite|task|fewshot; fix that entry")
+        normalised = f"{parts[0]}|{int(parts[1])}"
+        if normalised not in out:
+            out.append(normalised)
+    if not out:
+        raise TaskListError(f"{source}: no task given; fix: list task|fewshot, comma-separated or one per line")
+    return out
+
+
+@dataclass
+class SweepSpec:
+    """What to evaluate on every checkpoint and how; JSON-serialisable (it travels to Slurm jobs)."""
+
+    tasks: list[str]
+    out_dir: str
+    custom_tasks: str | None = DEFAULT_CUSTOM_TASKS
+    builtin_tasks: bool = False  # also load lighteval's own registry (slow; needs tinyBenchmarks.pkl)
+    backend: str = "accelerate"
+    device: str = "cpu"
+    batch_size: int = 64
+    max_length: int | None = None
+    dtype: str | None = None
+    tokenizer: str | None = None
+    max_samples: int | None = None
+    save_details: bool = False
+    torch_threads: int | None = None
+    env: dict[str, str] = field(default_factory=dict)  # e.g. FINETASKS_AFR_DATA_DIR, for worker processes
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
+
+    def model_args(self) -> dict[str, Any]:
+        """The model arguments that change results (part ids depend on them; the device does not)."""
+        return {
+            "backend": self.backend,
+            "batch_size": self.batch_size,
+            "max_length": self.max_length,
+            "dtype": self.dtype,
+            "tokenizer": self.tokenizer,
+            "max_samples": self.max_samples,
+        }
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> SweepSpec:
+        return cls(**data)
+
+
+@dataclass
+class Timing:
+    """Seconds spent on one checkpoint; `other` is everything that is neither model load nor forward passes
+    (pipeline and request building, tokenisation, metrics, writing results)."""
+
+    total: float
+    load: float
+    forward: float | None  # None where it cannot be measured (vLLM)
+
+    @property
+    def other(self) -> float:
+        return self.total - self.load - (self.forward or 0.0)
+
+
+@dataclass
+class Outcome:
+    """What happened to one checkpoint in one sweep."""
+
+    checkpoint: Checkpoint
+    status: str  # evaluated | skipped | failed | busy
+    reason: str = ""
+    tasks: list[str] = field(default_factory=list)
+    timing: Timing | None = None
+    part: str | None = None
+
+    def to_json(self) -> dict:
+        data = {
+            "checkpoint": self.checkpoint.to_json(),
+            "status": self.status,
+            "reason": self.reason,
+            "tasks": self.tasks,
+            "part": self.part,
+        }
+        if self.timing is not None:
+            data["timing"] = {**asdict(self.timing), "other": self.timing.other}
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict) -> Outcome:
+        timing = data.get("timing")
+        return cls(
+            checkpoint=Checkpoint.from_json(data["checkpoint"]),
+            status=data["status"],
+            reason=data.get("reason", ""),
+            tasks=list(data.get("tasks", [])),
+            timing=None if timing is None else Timing(timing["total"], timing["load"], timing["forward"]),
+            part=data.get("part"),
+        )
+
+
+class ForwardTimer:
+    """Wall time inside the model's forward passes, from hooks on the top torch module."""
+
+    def __init__(self, module: Any, synchronize: Callable[[], None] | None = None) -> None:
+        self.seconds = 0.0
+        self._started: float | None = None
+        self._synchronize = synchronize or (lambda: None)
+        self._handles = [
+            module.register_forward_pre_hook(self._before),
+            module.register_forward_hook(self._after),
+        ]
+
+    def _before(self, *_: Any) -> None:
+        self._synchronize()
+        self._started = time.perf_counter()
+
+    def _after(self, *_: Any) -> None:
+        self._synchronize()
+        if self._started is not None:
+            self.seconds += time.perf_counter() - self._started
+            self._started = None
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+@contextlib.contextmanager
+def log_to(path: Path) -> Iterator[None]:
+    """Append everything logged (lighteval, transformers, ours) to `path` for the block."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    previous = root.level
+    root.addHandler(handler)
+    root.setLevel(min(previous, logging.INFO) if previous else logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(previous)
+        handler.close()
+
+
+class Evaluator:
+    """Evaluates checkpoints in this process; construct one per worker (its start-up is the expensive part)."""
+
+    def __init__(self, spec: SweepSpec) -> None:
+        started = time.perf_counter()
+        self.spec = spec
+        self.store = SweepStore(Path(spec.out_dir))
+        os.environ.update(spec.env)
+        if spec.torch_threads:
+            import torch
+
+            torch.set_num_threads(spec.torch_threads)
+        from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+        self._pipeline_types = (ParallelismManager, Pipeline, PipelineParameters)
+        self.custom_module = self._import_custom_tasks()
+        self._exits = contextlib.ExitStack()
+        from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets
+
+        if self.custom_module is not None and not spec.builtin_tasks:
+            self._exits.enter_context(custom_tasks_only())
+        self._exits.enter_context(memoised_datasets())
+        self.startup_seconds = time.perf_counter() - started
+
+    def _import_custom_tasks(self):
+        if not self.spec.custom_tasks:
+            return None
+        from lighteval.tasks.registry import Registry
+
+        return Registry.create_custom_tasks_module(self.spec.custom_tasks)
+
+    def close(self) -> None:
+        self._exits.close()
+
+    # ----------------------------------------------------------------------------------------------
+    def evaluate(self, checkpoint: Checkpoint) -> Outcome:
+        """Evaluate the checkpoint's pending tasks and commit them as one part; never raises for the checkpoint's
+        own failures (they become a failed Outcome with the reason, the traceback goes to its log)."""
+        pending = self.store.pending_tasks(checkpoint, self.spec.tasks)
+        if not pending:
+            return Outcome(checkpoint, "skipped", "already evaluated")
+        with self.store.claim(checkpoint) as mine:
+            if not mine:
+                return Outcome(checkpoint, "busy", "another worker is evaluating it")
+            pending = self.store.pending_tasks(checkpoint, self.spec.tasks)  # may have changed before the lock
+            if not pending:
+                return Outcome(checkpoint, "skipped", "already evaluated")
+            with log_to(self.store.log_path(checkpoint)):
+                logging.getLogger(__name__).info("evaluating %s: %d task(s)", checkpoint.label, len(pending))
+                try:
+                    return self._evaluate_claimed(checkpoint, pending)
+                except Exception as error:  # one bad checkpoint must not stop the sweep
+                    logging.getLogger(__name__).error("failed %s\n%s", checkpoint.label, traceback.format_exc())
+                    reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+                    return Outcome(checkpoint, "failed", reason, pending)
+
+    def _evaluate_claimed(self, checkpoint: Checkpoint, pending: list[str]) -> Outcome:
+        from lighteval.logging.evaluation_tracker import EvaluationTracker
+
+        from finetasks_afr.lighteval_runtime import prediction_cache_in
+
+        parallelism, pipeline_cls, parameters_cls = self._pipeline_types
+        started = time.perf_counter()
+        with self.store.staging() as staging:
+            part_name = "part-" + part_id(pending, self.spec.model_args())
+            with prediction_cache_in(staging / "cache"):
+                load_started = time.perf_counter()
+                model = self._load_model(checkpoint)
+                load_seconds = time.perf_counter() - load_started
+            timer = self._forward_timer(model)
+            tracker = EvaluationTracker(output_dir=str(staging / "lighteval"), save_details=self.spec.save_details)
+            launcher = parallelism.VLLM if self.spec.backend == "vllm" else parallelism.ACCELERATE
+            pipeline = pipeline_cls(
+                tasks=",".join(pending),
+                pipeline_parameters=parameters_cls(
+                    launcher_type=launcher,
+                    custom_tasks_directory=self.custom_module,
+                    max_samples=self.spec.max_samples,
+                    load_tasks_multilingual=self.spec.builtin_tasks,
+                ),
+                evaluation_tracker=tracker,
+                model=model,
+            )
+            pipeline.model._cache = None  # predictions are never reused across evaluations (see prediction_cache_in)
+            pipeline.evaluate()
+            pipeline.save_and_push_results()
+            forward = None if timer is None else timer.seconds
+            if timer is not None:
+                timer.remove()
+            del pipeline, model
+            part = self._stage_part(staging, checkpoint, pending)
+            total = time.perf_counter() - started
+            timing = Timing(total=total, load=load_seconds, forward=forward)
+            self._write_manifest(part, checkpoint, pending, timing)
+            self.store.commit(part, checkpoint, part_name)
+        return Outcome(checkpoint, "evaluated", "", pending, timing, part_name)
+
+    def _load_model(self, checkpoint: Checkpoint):
+        from lighteval.models.model_loader import load_model
+
+        return load_model(config=self._model_config(checkpoint))
+
+    def _model_config(self, checkpoint: Checkpoint):
+        spec = self.spec
+        common: dict[str, Any] = {"model_name": checkpoint.path}
+        if checkpoint.revision:
+            common["revision"] = checkpoint.revision
+        if spec.tokenizer:
+            common["tokenizer"] = spec.tokenizer
+        if spec.backend == "vllm":
+            from lighteval.models.vllm.vllm_model import VLLMModelConfig
+
+            extra = {"max_model_length": spec.max_length} if spec.max_length else {}
+            return VLLMModelConfig(**common, **({"dtype": spec.dtype} if spec.dtype else {}), **extra)
+        from lighteval.models.transformers.transformers_model import TransformersModelConfig
+
+        return TransformersModelConfig(
+            **common,
+            device=spec.device,
+            batch_size=spec.batch_size,
+            max_length=spec.max_length,
+            dtype=spec.dtype,
+        )
+
+    def _forward_timer(self, model: Any) -> ForwardTimer | None:
+        module = getattr(model, "model", None)
+        if module is None or not hasattr(module, "register_forward_hook"):
+            return None  # vLLM: its engine is not a torch module we can hook
+        synchronize = None
+        if str(self.spec.device).startswith("cuda"):
+            import torch
+
+            synchronize = torch.cuda.synchronize
+        return ForwardTimer(module, synchronize)
+
+    def _stage_part(self, staging: Path, checkpoint: Checkpoint, pending: list[str]) -> Path:
+        """Gather lighteval's output into staging/part: results.json (+ details/)."""
+        files = sorted((staging / "lighteval" / "results").rglob("results_*.json"))
+        if len(files) != 1:
+            raise RuntimeError(f"lighteval wrote {len(files)} results files for {checkpoint.label}, expected 1")
+        results = json.loads(files[0].read_text(encoding="utf-8"))
+        missing = [task for task in pending if task not in results.get("results", {})]
+        if missing:
+            raise RuntimeError(f"lighteval's results lack {', '.join(missing[:5])} for {checkpoint.label}")
+        part = staging / "part"
+        part.mkdir()
+        shutil.move(str(files[0]), part / RESULTS_FILE)
+        details = staging / "lighteval" / "details"
+        if details.is_dir():
+            shutil.move(str(details), part / "details")
+        return part
+
+    def _task_info(self, pending: list[str]) -> dict[str, dict]:
+        """Score-table metadata of each task, from the custom module's TASK_INFO, so `collect` needs no import."""
+        known = getattr(self.custom_module, "TASK_INFO", None) or {}
+        out = {}
+        for entry in pending:
+            info = known.get(entry.split("|")[0])
+            if info is not None:
+                out[entry.split("|")[0]] = {name: getattr(info, name) for name in TASK_INFO_FIELDS}
+        return out
+
+    def _write_manifest(self, part: Path, checkpoint: Checkpoint, pending: list[str], timing: Timing) -> None:
+        import lighteval
+
+        manifest = {
+            "checkpoint": checkpoint.to_json(),
+            "tasks": pending,
+            "task_info": self._task_info(pending),
+            "model_args": self.spec.model_args(),
+            "device": self.spec.device,
+            "lighteval_version": getattr(lighteval, "__version__", "unknown"),
+            "host": platform.node(),
+            "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "timing": {**asdict(timing), "other": timing.other, "worker_startup": self.startup_seconds},
+        }
+        (part / PART_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+
+
+def evaluate_shard(spec: SweepSpec, checkpoints: list[Checkpoint], on_done: Callable[[Outcome], None] | None = None):
+    """Evaluate checkpoints one after the other in this process; the unit of work of every executor.
+
+    Returns (outcomes, start-up seconds of this worker).
+    """
+    evaluator = Evaluator(spec)
+    outcomes = []
+    try:
+        for checkpoint in checkpoints:
+            outcome = evaluator.evaluate(checkpoint)
+            outcomes.append(outcome)
+            if on_done is not None:
+                on_done(outcome)
+    finally:
+        evaluator.close()
+    return outcomes, evaluator.startup_seconds
