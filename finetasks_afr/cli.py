@@ -41,6 +41,12 @@ def _mount_data_commands() -> None:
     app.add_typer(data_app, name="data", help="Prepare the local dataset mirror (from the hub or raw files).")
 
 
+def _mount_sweep_commands() -> None:
+    from finetasks_afr.sweep.cli import register
+
+    register(app)
+
+
 ScoresArg = Annotated[
     Path | None,
     typer.Argument(help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory. "
@@ -178,6 +184,7 @@ def simulate_command(
 
 
 _mount_data_commands()
+_mount_sweep_commands()
 
 if __name__ == "__main__":
     app()

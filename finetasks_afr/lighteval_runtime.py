@@ -78,3 +78,29 @@ def prediction_cache_in(directory: Path) -> Iterator[None]:
 
     with mock.patch.object(SampleCache, "__init__", init):
         yield
+
+
+@contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Silence the tqdm bars of the lighteval modules imported so far (some pass `disable=False` explicitly, so
+    TQDM_DISABLE cannot); a sweep shows its own rich bars instead."""
+    import sys
+
+    from tqdm import tqdm
+
+    def silent(*args, **kwargs):
+        kwargs["disable"] = True
+        return tqdm(*args, **kwargs)
+
+    patches = [
+        mock.patch.object(module, "tqdm", silent)
+        for name, module in list(sys.modules.items())
+        if name.startswith("lighteval") and getattr(module, "tqdm", None) is tqdm
+    ]
+    for patch in patches:
+        patch.start()
+    try:
+        yield
+    finally:
+        for patch in patches:
+            patch.stop()

@@ -84,6 +84,7 @@ class SweepSpec:
     save_details: bool = False
     torch_threads: int | None = None
     env: dict[str, str] = field(default_factory=dict)  # e.g. FINETASKS_AFR_DATA_DIR, for worker processes
+    quiet: bool = True  # silence lighteval's own tqdm bars (the sweep shows rich ones)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -220,11 +221,15 @@ class Evaluator:
         self._pipeline_types = (ParallelismManager, Pipeline, PipelineParameters)
         self.custom_module = self._import_custom_tasks()
         self._exits = contextlib.ExitStack()
-        from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets
+        from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
 
         if self.custom_module is not None and not spec.builtin_tasks:
             self._exits.enter_context(custom_tasks_only())
         self._exits.enter_context(memoised_datasets())
+        if spec.quiet:
+            import lighteval.models.model_loader  # noqa: F401 (its backends' modules, so their bars are silenced)
+
+            self._exits.enter_context(quiet_progress_bars())
         self.startup_seconds = time.perf_counter() - started
 
     def _import_custom_tasks(self):
@@ -382,7 +387,12 @@ class Evaluator:
         (part / PART_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
-def evaluate_shard(spec: SweepSpec, checkpoints: list[Checkpoint], on_done: Callable[[Outcome], None] | None = None):
+def evaluate_shard(
+    spec: SweepSpec,
+    checkpoints: list[Checkpoint],
+    on_start: Callable[[Checkpoint], None] | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> tuple[list[Outcome], float]:
     """Evaluate checkpoints one after the other in this process; the unit of work of every executor.
 
     Returns (outcomes, start-up seconds of this worker).
@@ -391,6 +401,8 @@ def evaluate_shard(spec: SweepSpec, checkpoints: list[Checkpoint], on_done: Call
     outcomes = []
     try:
         for checkpoint in checkpoints:
+            if on_start is not None:
+                on_start(checkpoint)
             outcome = evaluator.evaluate(checkpoint)
             outcomes.append(outcome)
             if on_done is not None:

@@ -1,0 +1,182 @@
+"""`finetasks-afr sweep` and `finetasks-afr collect`: evaluate every checkpoint, then build the score table."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console(stderr=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def quiet_third_party_progress() -> None:
+    """lighteval's, datasets' and transformers' tqdm bars would garble ours; set before they are imported."""
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+
+def _steps(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise _fail(f"--steps {text!r}: expected comma-separated integers, e.g. 1000,2000") from error
+
+
+RunsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Run sources: a run directory (checkpoint-<step> folders), a parent of run directories, a quoted glob "
+        "of checkpoint folders, or hf://org/repo (stepN revisions); prefix NAME= or NAME:SEED= to name the run."
+    ),
+]
+
+
+def sweep_command(
+    runs: RunsArg,
+    tasks: Annotated[str, typer.Option("--tasks", help="Task list file (one task|fewshot per line) or a comma list.")],
+    out: Annotated[Path, typer.Option("--out", help="Sweep directory (results, logs, summary); reused to resume.")],
+    executor: Annotated[str, typer.Option(help="local, slurm, or submitit-local.")] = "local",
+    workers: Annotated[int, typer.Option(help="Local worker processes (each evaluates checkpoints in turn).")] = 1,
+    custom_tasks: Annotated[
+        str | None, typer.Option(help="Custom tasks module; default: the finetasks-afr suite.")
+    ] = None,
+    builtin_tasks: Annotated[bool, typer.Option(help="Also load lighteval's built-in tasks.")] = False,
+    backend: Annotated[str, typer.Option(help="accelerate (transformers) or vllm (GPU extra).")] = "accelerate",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:0, ...")] = "cpu",
+    batch_size: Annotated[int, typer.Option(help="lighteval batch size (counts continuations; use 64+).")] = 64,
+    max_length: Annotated[int | None, typer.Option(help="Context length; prompts are cut from the left.")] = None,
+    dtype: Annotated[str | None, typer.Option(help="float32, bfloat16, ...")] = None,
+    tokenizer: Annotated[str | None, typer.Option(help="Tokenizer for checkpoints saved without one.")] = None,
+    max_samples: Annotated[int | None, typer.Option(help="Evaluate only N samples per task (partial!).")] = None,
+    save_details: Annotated[bool, typer.Option(help="Keep lighteval's per-sample details.")] = False,
+    tokens_per_step: Annotated[
+        int | None, typer.Option(help="Tokens per step, where trainer_state.json does not say.")
+    ] = None,
+    steps: Annotated[str | None, typer.Option(help="Only these steps, comma-separated.")] = None,
+    skip_incomplete: Annotated[
+        bool, typer.Option(help="Skip checkpoint folders without config or weights (listed) instead of failing.")
+    ] = False,
+    revision_pattern: Annotated[
+        str, typer.Option(help="Regex of hub revisions naming steps (group 1 = step).")
+    ] = r"^step[-_]?(\d+)$",
+    collect: Annotated[bool, typer.Option(help="Write OUT/scores.parquet at the end.")] = True,
+    slurm_partition: Annotated[str | None, typer.Option(help="Slurm partition.")] = None,
+    slurm_time_min: Annotated[int, typer.Option(help="Slurm time limit per array task, minutes.")] = 60,
+    slurm_cpus: Annotated[int, typer.Option(help="CPUs per array task.")] = 4,
+    slurm_mem_gb: Annotated[float, typer.Option(help="Memory per array task, GB.")] = 16,
+    slurm_gpus: Annotated[int, typer.Option(help="GPUs per array task.")] = 0,
+    slurm_per_job: Annotated[int, typer.Option(help="Checkpoints per array task.")] = 1,
+    slurm_parallelism: Annotated[int, typer.Option(help="Array tasks running at once.")] = 64,
+    slurm_account: Annotated[str | None, typer.Option(help="Slurm account.")] = None,
+    slurm_qos: Annotated[str | None, typer.Option(help="Slurm QOS.")] = None,
+    slurm_setup: Annotated[
+        list[str] | None, typer.Option(help="Shell line run before each array task (repeatable).")
+    ] = None,
+) -> None:
+    """Evaluate every checkpoint of the runs on the tasks; resumable (rerun the same command to continue)."""
+    from finetasks_afr.sources import DATA_DIR_ENV
+    from finetasks_afr.sweep.discover import DiscoveryError, discover
+    from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, SweepSpec, TaskListError, parse_tasks
+    from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
+
+    quiet_third_party_progress()
+    if executor not in EXECUTORS:
+        raise _fail(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    try:
+        task_list = parse_tasks(tasks)
+        found = discover(
+            runs,
+            tokens_per_step=tokens_per_step,
+            revision_pattern=revision_pattern,
+            steps=_steps(steps),
+            allow_incomplete=skip_incomplete,
+        )
+    except (DiscoveryError, TaskListError) as error:
+        raise _fail(str(error)) from error
+    for item in found.incomplete:
+        console.print(f"[yellow]skipping incomplete checkpoint[/] {item.path}: {item.reason}")
+    if not found.checkpoints:
+        raise _fail("no checkpoint to evaluate (check --steps)")
+    env = {name: os.environ[name] for name in (DATA_DIR_ENV, "FINETASKS_AFR_DEMO_WORLD") if name in os.environ}
+    custom = custom_tasks or DEFAULT_CUSTOM_TASKS
+    spec = SweepSpec(
+        tasks=task_list,
+        out_dir=str(out.resolve()),
+        custom_tasks=str(Path(custom).resolve()) if Path(custom).exists() else custom,
+        builtin_tasks=builtin_tasks,
+        backend=backend,
+        device=device,
+        batch_size=batch_size,
+        max_length=max_length,
+        dtype=dtype,
+        tokenizer=tokenizer,
+        max_samples=max_samples,
+        save_details=save_details,
+        env=env,
+    )
+    slurm = SlurmOptions(
+        partition=slurm_partition,
+        time_min=slurm_time_min,
+        cpus_per_task=slurm_cpus,
+        mem_gb=slurm_mem_gb,
+        gpus_per_node=slurm_gpus,
+        per_job=slurm_per_job,
+        parallelism=slurm_parallelism,
+        account=slurm_account,
+        qos=slurm_qos,
+        setup=list(slurm_setup or []),
+    )
+    result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm, console=console)
+    if collect and any(o.status in ("evaluated", "skipped") for o in result.outcomes):
+        _collect_into(out, out / "scores.parquet", custom_tasks=spec.custom_tasks, skip_bad=False)
+    if result.failed:
+        raise typer.Exit(code=1)
+
+
+def _collect_into(roots: Path | list[Path], target: Path, **options) -> None:
+    from analysis.table import write_scores
+    from finetasks_afr.sweep.collect import CollectError, collect
+
+    try:
+        frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
+    except CollectError as error:
+        raise _fail(str(error)) from error
+    write_scores(frame, target)
+    console.print(report.summary())
+    console.print(f"[green]wrote[/] {target}")
+
+
+def collect_command(
+    dirs: Annotated[list[Path], typer.Argument(help="Sweep directories or lighteval --output-dir folders/files.")],
+    out: Annotated[Path, typer.Option("--out", help="Score table to write (.parquet).")] = Path("scores.parquet"),
+    tokens_per_step: Annotated[
+        int | None, typer.Option(help="Tokens per step, where no trainer_state.json says.")
+    ] = None,
+    task_info: Annotated[
+        Path | None, typer.Option(help="CSV task,benchmark,language,category,formulation,random_baseline.")
+    ] = None,
+    custom_tasks: Annotated[
+        str | None, typer.Option(help="Custom tasks module whose TASK_INFO describes its tasks.")
+    ] = None,
+    skip_bad: Annotated[bool, typer.Option(help="Skip corrupt or partial results files (listed).")] = False,
+) -> None:
+    """Collect lighteval results (a sweep's or your own lighteval loop's) into the score table."""
+    _collect_into(
+        list(dirs), out, tokens_per_step=tokens_per_step, task_info=task_info, custom_tasks=custom_tasks,
+        skip_bad=skip_bad,
+    )  # fmt: skip
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)
+    app.command("collect")(collect_command)
