@@ -125,6 +125,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     results = data.get("results")
     if not isinstance(results, dict) or not results:
         raise CollectError(f"{path}: no 'results' object (a partial or interrupted write?)")
+    _check_results(path, results)
     manifest_path = path.parent / PART_MANIFEST
     info: dict[str, TaskInfo] = {}
     if path.name == "results.json" and manifest_path.is_file():
@@ -142,6 +143,18 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     return _ResultFile(path, checkpoint, results, info, order)
 
 
+def _check_results(path: Path, results: dict) -> None:
+    """Every entry is `task|fewshot` with numeric metrics, checked for every file (also one a re-run supersedes)."""
+    for key, metrics in results.items():
+        if key == "all":
+            continue
+        _, _, fewshot = key.partition("|")
+        if not fewshot.isdigit() or not isinstance(metrics, dict):
+            raise CollectError(f"{path}: results entry {key!r} is not 'task|fewshot' with a metrics object")
+        for metric, value in metrics.items():
+            _number(value, path, f"{key} {metric}")
+
+
 def _number(value: Any, path: Path, where: str) -> float | None:
     if value is None:
         return None
@@ -157,8 +170,6 @@ def _rows(result: _ResultFile, task_info: Mapping[str, TaskInfo], unknown: set[s
         if key == "all":
             continue
         task, _, fewshot = key.partition("|")
-        if not fewshot.isdigit() or not isinstance(metrics, dict):
-            raise CollectError(f"{result.path}: results entry {key!r} is not 'task|fewshot' with a metrics object")
         info = result.task_info.get(task) or task_info.get(task)
         if info is None:
             unknown.add(task)
