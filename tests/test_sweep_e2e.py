@@ -118,12 +118,28 @@ def test_weights_replaced_in_place_get_new_predictions(world, reference_sweep, t
     out = tmp_path / "sweep"
     target = runs / "mix-a" / "seed-1" / "checkpoint-1"
     checkpoints = [c for c in discover([str(runs)]).checkpoints if c.step == 1]
-    run_sweep(spec_for(out, tasks=TASKS[:1]), checkpoints, progress=False)
+    spec = spec_for(out, tasks=TASKS[:1], save_details=True)
+    run_sweep(spec, checkpoints, progress=False)
+    old = detail_logprobs(out)
     shutil.copy(world["runs"] / "mix-b" / "seed-2" / "checkpoint-3" / "model.safetensors", target)
     shutil.rmtree(out / "results")
-    run_sweep(spec_for(out, tasks=TASKS[:1]), checkpoints, progress=False)
-    acc = sorted_table(out).filter(pl.col("metric") == "acc")["score"].item()
-    assert acc == pytest.approx(direct_acc(target), abs=1e-9)
+    run_sweep(spec, checkpoints, progress=False)
+    new = detail_logprobs(out)
+    scorer = Reference(target)
+    direct = {q: [scorer.logprob(q, " " + c)[0] for c in choices] for q, choices, _ in ITEMS}
+    assert new.keys() == direct.keys()
+    for query, values in new.items():
+        assert values == pytest.approx(direct[query], abs=1e-4)
+        assert values != pytest.approx(old[query], abs=1e-2), "the test needs weights that score differently"
+
+
+def detail_logprobs(out: Path) -> dict[str, list[float]]:
+    """Per query, the choices' log-probabilities lighteval computed (from --save-details parquet)."""
+    files = list((out / "results").rglob("details_*.parquet"))
+    assert len(files) == 1
+    frame = pl.read_parquet(files[0])
+    return {doc["query"]: list(response["logprobs"]) for doc, response in
+            zip(frame["doc"].to_list(), frame["model_response"].to_list(), strict=True)}  # fmt: skip
 
 
 def test_two_local_workers_give_the_same_table(world, reference_sweep, tmp_path):

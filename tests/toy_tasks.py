@@ -56,7 +56,10 @@ def _tasks():
             hf_subset="default",
             hf_avail_splits=["test"],
             evaluation_splits=["test"],
-            metrics=[LogLikelihoodAccMetric(normalization=None), LogLikelihoodAccMetric(normalization=LogProbCharNorm())],
+            metrics=[
+                LogLikelihoodAccMetric(normalization=None),
+                LogLikelihoodAccMetric(normalization=LogProbCharNorm()),
+            ],
         )
         for name in ("toyfacts_eng_cf", "toyfacts2_eng_cf")
     ]
