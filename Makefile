@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror bench-suite clean
+.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror bench-suite demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,15 +42,22 @@ select-tasks: install
 	$(CLI) select $(SCORES) --out $(OUT)
 
 aggregate: install
-	$(CLI) aggregate $(or $(SCORES),finetasks_afr/data/bundled_sweep.parquet) --out out/aggregate
+	$(CLI) aggregate $(or $(SCORES),finetasks_afr/data/demo_sweep.parquet) --out out/aggregate
 
-## Regenerate the bundled (simulated) sweep.
+## Regenerate the simulated sweep (a fixture for the analysis tests, not model output).
 simulate: install
-	$(CLI) simulate --out finetasks_afr/data/bundled_sweep.parquet
+	$(CLI) simulate --out finetasks_afr/data/simulated_sweep.parquet
+
+## The end-to-end demo (world, training, sweep, selection, report) -> out/demo/; refreshes the bundled sweep.
+DEMO_OUT ?= out/demo
+demo: install
+	$(CLI) demo --out $(DEMO_OUT) --bundle
 
 bench: install
 	$(PY) bench/bench_analysis.py
 	$(PY) bench/bench_pmi.py
+	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
+	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT)
 
 ## The whole multiple-choice suite on one tiny checkpoint (about 15 minutes on 2 cores).
 bench-suite: install

@@ -15,7 +15,10 @@ from rich.table import Table
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
 
-BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "bundled_sweep.parquet"
+BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "demo_sweep.parquet"
+"""The default score table: the real end-to-end demo's sweep (`make demo` regenerates it)."""
+
+SIMULATED_SWEEP = Path(__file__).resolve().parent / "data" / "simulated_sweep.parquet"
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console(stderr=True)
@@ -74,7 +77,7 @@ def _fail(message: str) -> typer.Exit:
 def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool):
     path = scores or BUNDLED_SWEEP
     if scores is None and not BUNDLED_SWEEP.is_file():
-        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make simulate`")
+        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
     with console.status(f"loading {path}"):
         try:
             return read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)
@@ -173,14 +176,35 @@ def aggregate_command(
 
 @app.command("simulate")
 def simulate_command(
-    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")] = BUNDLED_SWEEP,
+    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")] = SIMULATED_SWEEP,
     seed: Annotated[int, typer.Option(help="Random seed of the simulation.")] = 0,
 ) -> None:
-    """Regenerate the bundled SIMULATED sweep (known-quality tasks) used until a real demo sweep exists."""
+    """Regenerate the SIMULATED sweep (known-quality tasks; a fast fixture for the analysis, not model output)."""
     from finetasks_afr.demo.simulate import write_bundled_sweep
 
     write_bundled_sweep(out, seed=seed)
     console.print(f"[green]wrote[/] {out}")
+
+
+@app.command("demo")
+def demo_command(
+    out: Annotated[Path, typer.Option("--out", help="Demo output directory (resumable).")] = Path("out/demo"),
+    workers: Annotated[int, typer.Option(help="Processes for training and evaluation.")] = 2,
+    bundle: Annotated[bool, typer.Option(help="Copy the sweep to the bundled default of `select`.")] = False,
+) -> None:
+    """The end-to-end demo: train tiny models on a synthetic world, sweep, collect, select, aggregate, report."""
+    import shutil
+
+    from finetasks_afr.demo.run import DemoSettings, run_demo
+
+    paths = run_demo(out, DemoSettings(workers=workers), log=lambda line: console.print(line))
+    if bundle:
+        from analysis.io import atomic_write
+
+        atomic_write(BUNDLED_SWEEP, lambda tmp: shutil.copyfile(paths["scores"], tmp))
+        atomic_write(BUNDLED_SWEEP.with_name("demo_sweep_truth.csv"), lambda tmp: shutil.copyfile(paths["truth"], tmp))
+        console.print(f"[green]bundled[/] {BUNDLED_SWEEP}")
+    console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, aggregate/ranking.csv, truth_check.csv")
 
 
 _mount_data_commands()

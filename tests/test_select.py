@@ -14,7 +14,8 @@ from analysis.config import ConfigError, load_config
 from analysis.select import select
 from analysis.signal import compute_signal
 from analysis.table import read_scores
-from finetasks_afr.cli import BUNDLED_SWEEP, app
+from finetasks_afr.cli import app
+from finetasks_afr.demo.simulate import SIMULATED_SWEEP_PATH as BUNDLED_SWEEP
 from finetasks_afr.demo.simulate import truth_path
 
 CONFIG = load_config()
@@ -160,7 +161,7 @@ def test_select_cli_is_deterministic(tmp_path: Path):
     outputs = []
     for name in ("a", "b"):
         out = tmp_path / name
-        result = runner.invoke(app, ["select", "--out", str(out), "--no-figures"])
+        result = runner.invoke(app, ["select", str(BUNDLED_SWEEP), "--out", str(out), "--no-figures"])
         assert result.exit_code == 0, result.output
         outputs.append(out)
     for relative in ("decisions.csv", "report.md", "ranking.csv", "suites/cf/yor.txt", "suites/mcf/amh.txt"):
@@ -187,7 +188,7 @@ def test_select_cli_reports_bad_input(tmp_path: Path):
 
 @pytest.mark.slow
 def test_select_cli_with_figures_writes_everything(tmp_path: Path):
-    result = CliRunner().invoke(app, ["select", "--out", str(tmp_path)])
+    result = CliRunner().invoke(app, ["select", str(BUNDLED_SWEEP), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "report.md").read_text()
     assert report.startswith("# FineTasks selection report")

@@ -19,7 +19,7 @@ from scipy.stats import rankdata
 from analysis.table import KEY, SCHEMA
 from finetasks_afr.demo import simulate
 from finetasks_afr.demo.simulate import (
-    BUNDLED_SWEEP_PATH,
+    SIMULATED_SWEEP_PATH,
     RUNS,
     SEEDS,
     STEPS,
@@ -278,11 +278,11 @@ def test_deterministic(sweep: tuple[pl.DataFrame, pl.DataFrame]) -> None:
 
 
 def test_committed_sweep_is_simulate_sweep_0(sweep: tuple[pl.DataFrame, pl.DataFrame]) -> None:
-    assert BUNDLED_SWEEP_PATH.is_file(), "regenerate it: python -m finetasks_afr.demo.simulate"
-    assert BUNDLED_SWEEP_PATH.stat().st_size < 2_000_000
-    assert_frame_equal(pl.read_parquet(BUNDLED_SWEEP_PATH), sweep[0])
-    assert_frame_equal(pl.read_csv(truth_path(BUNDLED_SWEEP_PATH), schema=TRUTH_COLUMNS), sweep[1])
-    assert pl.read_parquet_metadata(BUNDLED_SWEEP_PATH)["finetasks_afr.simulated"] == "true"
+    assert SIMULATED_SWEEP_PATH.is_file(), "regenerate it: python -m finetasks_afr.demo.simulate"
+    assert SIMULATED_SWEEP_PATH.stat().st_size < 2_000_000
+    assert_frame_equal(pl.read_parquet(SIMULATED_SWEEP_PATH), sweep[0])
+    assert_frame_equal(pl.read_csv(truth_path(SIMULATED_SWEEP_PATH), schema=TRUTH_COLUMNS), sweep[1])
+    assert pl.read_parquet_metadata(SIMULATED_SWEEP_PATH)["finetasks_afr.simulated"] == "true"
 
 
 def test_write_bundled_sweep(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ Until a real end-to-end demo sweep exists, the default is a SIMULATED FineTasks-
 starts with `sim-` (`simulate.SIMULATED_MARKER`) and the parquet file carries the metadata
 `finetasks_afr.simulated = "true"`.
 
-`simulate_sweep`, `write_bundled_sweep`, `truth_path`, `BUNDLED_SWEEP_PATH` and `SIMULATED_MARKER` are
+`simulate_sweep`, `write_bundled_sweep`, `truth_path`, `SIMULATED_SWEEP_PATH` and `SIMULATED_MARKER` are
 re-exported from `finetasks_afr.demo.simulate` (imported on first use, so that
 `python -m finetasks_afr.demo.simulate` runs cleanly).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["BUNDLED_SWEEP_PATH", "SIMULATED_MARKER", "simulate_sweep", "truth_path", "write_bundled_sweep"]
+__all__ = ["SIMULATED_SWEEP_PATH", "SIMULATED_MARKER", "simulate_sweep", "truth_path", "write_bundled_sweep"]
 
 
 def __getattr__(name: str) -> Any:

@@ -62,8 +62,8 @@ TaskKind = Literal["learnable", "late_emerging", "noisy", "random_label", "non_m
 SIMULATED_MARKER = "sim-"
 """Prefix of every simulated run name."""
 
-BUNDLED_SWEEP_PATH = Path(__file__).resolve().parent.parent / "data" / "bundled_sweep.parquet"
-"""The committed default sweep, `simulate_sweep(seed=0)`."""
+SIMULATED_SWEEP_PATH = Path(__file__).resolve().parent.parent / "data" / "simulated_sweep.parquet"
+"""The committed simulated sweep, `simulate_sweep(seed=0)` (the bundled default is the real demo sweep)."""
 
 PARQUET_METADATA_KEY = "finetasks_afr.simulated"
 
@@ -395,7 +395,7 @@ def write_bundled_sweep(path: Path, seed: int = 0) -> None:
 def main(argv: list[str] | None = None) -> None:
     """`python -m finetasks_afr.demo.simulate [--out PATH] [--seed N]`."""
     parser = argparse.ArgumentParser(description="Write the SIMULATED default sweep (score table + truth).")
-    parser.add_argument("--out", type=Path, default=BUNDLED_SWEEP_PATH, help="parquet path to write")
+    parser.add_argument("--out", type=Path, default=SIMULATED_SWEEP_PATH, help="parquet path to write")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     write_bundled_sweep(args.out, args.seed)

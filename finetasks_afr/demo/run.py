@@ -1,0 +1,153 @@
+"""The end-to-end demo: a synthetic world, tiny models trained on two data mixes x three seeds, every checkpoint
+evaluated with lighteval through the sweep, collected, selected, aggregated and reported. All on CPU, offline.
+
+    out/demo/
+      world/           the invented languages' corpus, datasets and tokenizer (finetasks_afr.demo.world)
+      checkpoints/     <mix>/seed-<s>/checkpoint-<step>/ (HF Trainer folders)
+      sweep/           the sweep directory (lighteval results per checkpoint, logs, summary.json)
+      scores.parquet   the collected score table
+      selection/       decisions.csv, suites/, report.md, figures/ (finetasks_afr select)
+      aggregate/       ranking.csv
+      truth_check.csv  each task's designed kind against the selection's verdict
+
+Every stage is resumable: a world, a trained run or an evaluated checkpoint already there is reused.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+import polars as pl
+
+DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
+WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
+BUNDLED_DEMO_SWEEP = Path(__file__).resolve().parent.parent / "data" / "demo_sweep.parquet"
+
+
+@dataclass
+class DemoSettings:
+    seeds: tuple[int, ...] = (1, 2, 3)
+    steps: int | None = None  # None: train.py's default
+    save_every: int | None = None
+    workers: int = 2
+    world_seed: int = 0
+
+
+def _train_one(world_root: str, mix: str, seed: int, out_dir: str, steps: int | None, save_every: int | None) -> str:
+    """Worker entry point (module level, so a spawned process can import it)."""
+    from finetasks_afr.demo.train import train_run
+    from finetasks_afr.demo.world import World
+
+    extra = {k: v for k, v in (("steps", steps), ("save_every", save_every)) if v is not None}
+    train_run(World.load(Path(world_root)), mix, seed, Path(out_dir), threads=1, **extra)
+    return out_dir
+
+
+def _trained(run_dir: Path) -> bool:
+    return (run_dir / "DONE").is_file()
+
+
+def train_all(world, checkpoints: Path, settings: DemoSettings, log: Callable[[str], None]) -> None:
+    """Train every (mix, seed) run not yet trained, `settings.workers` at a time (one torch thread each)."""
+    jobs = [
+        (mix, seed, checkpoints / mix / f"seed-{seed}")
+        for mix in sorted(world.mixes)
+        for seed in settings.seeds
+        if not _trained(checkpoints / mix / f"seed-{seed}")
+    ]
+    if not jobs:
+        log("training: every run is already trained")
+        return
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=settings.workers, mp_context=get_context("spawn")) as pool:
+        futures = {
+            pool.submit(_train_one, str(world.root), mix, seed, str(run_dir), settings.steps, settings.save_every): (
+                mix,
+                seed,
+                run_dir,
+            )
+            for mix, seed, run_dir in jobs
+        }
+        for future, (mix, seed, run_dir) in futures.items():
+            future.result()
+            (run_dir / "DONE").write_text("trained\n")
+            log(f"trained {mix} seed {seed} ({time.perf_counter() - started:.0f} s so far)")
+
+
+def truth_check(world, decisions: pl.DataFrame) -> pl.DataFrame:
+    """Each task's designed kind next to the selection's verdict on its chosen metric."""
+    kinds = pl.DataFrame(
+        {"task": [t.name for t in world.tasks], "kind": [t.kind for t in world.tasks]},
+    )
+    chosen = decisions.filter(pl.col("chosen")).select("task", "metric", "kept", "reason")
+    return kinds.join(chosen, on="task", how="left").sort("task")
+
+
+def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
+    """Run (or resume) the whole demo under `out`; returns the paths of its main outputs."""
+    from analysis.config import load_config
+    from analysis.io import write_csv_atomic
+    from analysis.pipeline import run_aggregate, run_selection
+    from analysis.table import write_scores
+    from finetasks_afr.demo.train import train_tokenizer
+    from finetasks_afr.demo.world import MANIFEST, World, build_world
+    from finetasks_afr.sweep.collect import collect
+    from finetasks_afr.sweep.discover import discover
+    from finetasks_afr.sweep.evaluate import SweepSpec
+    from finetasks_afr.sweep.run import run_sweep
+
+    settings = settings or DemoSettings()
+    out = Path(out)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        timings[stage] = time.perf_counter() - clock
+        log(f"{stage}: {timings[stage]:.1f} s")
+        clock = time.perf_counter()
+
+    world_root = out / "world"
+    built = (world_root / MANIFEST).is_file()
+    world = World.load(world_root) if built else build_world(world_root, settings.world_seed)
+    if not (world_root / "tokenizer").is_dir():
+        train_tokenizer(world)
+    lap("world")
+
+    checkpoints = out / "checkpoints"
+    train_all(world, checkpoints, settings, log)
+    lap("training")
+
+    os.environ[WORLD_ENV] = str(world_root.resolve())
+    found = discover([str(checkpoints)]).checkpoints
+    spec = SweepSpec(
+        tasks=[f"{task.name}|0" for task in world.tasks],
+        out_dir=str((out / "sweep").resolve()),
+        custom_tasks=DEMO_TASKS_MODULE,
+        max_length=512,
+        env={WORLD_ENV: str(world_root.resolve())},
+    )
+    result = run_sweep(spec, found, workers=settings.workers)
+    if result.failed:
+        raise RuntimeError(f"{len(result.failed)} checkpoint(s) failed; see {out / 'sweep' / 'summary.json'}")
+    lap("evaluation")
+
+    table, report = collect([out / "sweep"])
+    scores = out / "scores.parquet"
+    write_scores(table, scores)
+    config = load_config(None)
+    selection = run_selection(table, report, config, out / "selection")
+    run_aggregate(table, config, out / "aggregate", selection.selection.decisions)
+    check = truth_check(world, selection.selection.decisions)
+    write_csv_atomic(check, out / "truth_check.csv")
+    lap("analysis")
+    log("truth check (kind -> kept):")
+    for (kind,), rows in sorted(check.group_by(["kind"]), key=lambda item: str(item[0][0])):
+        log(f"  {kind}: {rows['kept'].sum()} of {rows.height} kept")
+    return {"scores": scores, "selection": out / "selection", "truth": out / "truth_check.csv"}
