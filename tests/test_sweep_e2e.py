@@ -223,3 +223,32 @@ def test_collect_reads_a_plain_lighteval_accelerate_loop(world, reference_sweep,
     expected = reference_sweep[1].filter((pl.col("run") == "mix-b") & pl.col("step").is_in([1, 3])
                                          & (pl.col("task") == "toyfacts_eng_cf"))  # fmt: skip
     assert frame.sort(KEY).equals(expected)
+
+
+def _slurm_problem() -> str | None:
+    if shutil.which("sinfo") is None:
+        return "Slurm is not installed (`sinfo` is not on PATH)"
+    run = subprocess.run(["sinfo", "-h", "-p", "debug", "-o", "%T"], capture_output=True, text=True, timeout=20)
+    if run.returncode != 0 or not {"idle", "mixed", "allocated"} & set(run.stdout.split()):
+        return f"no usable node in Slurm partition 'debug' ({run.stderr.strip() or run.stdout.strip()})"
+    return None
+
+
+def test_slurm_executor_sweeps_as_a_job_array(world, reference_sweep, tmp_path):
+    """The real sbatch path (the one-node cluster of .ci/slurm.sh): two array tasks of three checkpoints each."""
+    from finetasks_afr.sweep.run import SlurmOptions
+
+    problem = _slurm_problem()
+    if problem is not None:
+        if os.environ.get("FINETASKS_AFR_REQUIRE_SLURM") == "1":
+            pytest.fail(f"FINETASKS_AFR_REQUIRE_SLURM=1 but {problem}: run `bash .ci/slurm.sh up` first")
+        pytest.skip(problem)
+    checkpoints = discover([str(world["runs"])]).checkpoints
+    options = SlurmOptions(partition="debug", per_job=3, cpus_per_task=1, time_min=10, mem_gb=4, parallelism=2)
+    out = tmp_path / "slurm"
+    result = run_sweep(spec_for(out), checkpoints, executor="slurm", slurm=options, progress=False)
+    assert result.counts["evaluated"] == 6, [o.reason for o in result.outcomes]
+    assert len(result.startup_seconds) == 2  # one lighteval start-up per array task, not per checkpoint
+    job_logs = list((out / "slurm").rglob("*_log.out"))
+    assert len(job_logs) == 2, job_logs  # submitit's per-array-task logs: the work went through sbatch
+    assert sorted_table(out).equals(reference_sweep[1])
