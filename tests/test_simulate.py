@@ -19,9 +19,9 @@ from scipy.stats import rankdata
 from analysis.table import KEY, SCHEMA
 from finetasks_afr.demo import simulate
 from finetasks_afr.demo.simulate import (
-    SIMULATED_SWEEP_PATH,
     RUNS,
     SEEDS,
+    SIMULATED_SWEEP_PATH,
     STEPS,
     TRUTH_COLUMNS,
     simulate_sweep,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["SIMULATED_SWEEP_PATH", "SIMULATED_MARKER", "simulate_sweep", "truth_path", "write_bundled_sweep"]
+__all__ = ["SIMULATED_MARKER", "SIMULATED_SWEEP_PATH", "simulate_sweep", "truth_path", "write_bundled_sweep"]
 
 
 def __getattr__(name: str) -> Any:
