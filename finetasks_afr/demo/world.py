@@ -1,0 +1,662 @@
+"""A synthetic multilingual world for the embedded end-to-end demo: corpus, evaluation tasks, truth.
+
+Three invented languages with ISO 639-3 private-use codes (`qaa`, `qab`, `qac`), each with its own lexicon built
+from its own syllable inventory (so their BPE tokens differ) and the same regularities:
+
+- facts (GK): 52 people each live in one of 8 towns and belong to one of 8 clans; every fact is stated many times
+  in the corpus, in several framings, including quiz pages in the very `Question: ...?\\nAnswer: ...` form that
+  lighteval's multiple-choice template builds.
+- agreement (RES): 4 noun classes marked by prefixes; adjectives and verbs take the prefix of their noun's class.
+  The test items use noun-verb pairs that never occur together in the corpus, so a model must apply the rule.
+
+Evaluation datasets (`root/datasets/<family>/`, one config per language, splits `test` and `train`):
+
+- `facts`, `agreement`: learnable (80 test items each by default).
+- `randlabel` (NLU): facts-shaped items whose gold index is a seeded random draw, independent of the content. The
+  one draw is taken from the first seed at which the random gold agrees with the true answer on no more than
+  chance's share of the items, so a model that learns the facts cannot drift above chance by the draw's luck.
+- `tiny` (GK): 6 facts items (learnable, but too few items to give a stable score).
+
+Everything is a pure function of the seed: building twice gives byte-identical files. Every file is written
+atomically (a temporary file, then a rename); `world.json` is written last, so a world without it is incomplete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, Literal
+
+LANGUAGES: tuple[str, ...] = ("qaa", "qab", "qac")
+MIXES: dict[str, dict[str, float]] = {
+    "mix-a": {"qaa": 0.6, "qab": 0.3, "qac": 0.1},
+    "mix-b": {"qaa": 0.1, "qab": 0.3, "qac": 0.6},
+}
+FORMULATIONS: tuple[str, ...] = ("CF", "MCF")
+N_CHOICES = 4
+MANIFEST = "world.json"
+WORLD_VERSION = 1
+
+Kind = Literal["learnable", "random_label", "too_small"]
+
+
+@dataclass(frozen=True)
+class Family:
+    """One kind of evaluation dataset: its benchmark name, category and what the analysis should conclude."""
+
+    name: str  # dataset folder under root/datasets and the task-name stem (`demo<name>_...`)
+    benchmark: str
+    category: str
+    kind: Kind
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("facts", "demo-facts", "GK", "learnable"),
+    Family("agreement", "demo-agreement", "RES", "learnable"),
+    Family("randlabel", "demo-randlabel", "NLU", "random_label"),
+    Family("tiny", "demo-tiny", "GK", "too_small"),
+)
+
+# Per language: consonants and vowels of its syllables (disjoint consonants, so no word is shared).
+_PHONOLOGY: dict[str, tuple[str, str]] = {
+    "qaa": ("ktmnls", "aiu"),
+    "qab": ("bdgrzv", "eoa"),
+    "qac": ("pfhwyj", "oei"),
+}
+N_TOWNS = 8
+N_CLANS = 8
+N_CLASSES = 4
+NOUNS_PER_CLASS = 8
+N_VERBS = 16
+N_ADJECTIVES = 8
+TINY_ITEMS = 6
+TRAIN_ITEMS = 8  # few-shot split size per family (tiny: 4)
+PERSON_ZIPF_OFFSET = 4.0  # the most talked-about person is mentioned ~14x as often as the least
+PERSON_ZIPF_EXPONENT = 1.0
+RARE_FACTOR = 0.5  # the tiny task's people: half the weight of the Zipf tail
+NOUN_ZIPF_OFFSET = 3.0
+
+
+@dataclass(frozen=True)
+class DemoTask:
+    """One lighteval task of the demo, with what the analysis needs and the truth it should recover."""
+
+    name: str  # demo<family>_<lang>_<cf|mcf>
+    benchmark: str
+    language: str
+    category: str
+    formulation: str  # "CF" | "MCF"
+    random_baseline: float
+    kind: str  # "learnable" | "random_label" | "too_small"
+    subset: str  # dataset config name (the language code)
+    dataset: str = ""  # folder under root/datasets (the family name)
+
+
+@dataclass
+class World:
+    """A built world: where it lives, its languages, tasks and data mixes (read back from `world.json`)."""
+
+    root: Path
+    languages: tuple[str, ...]
+    tasks: list[DemoTask]
+    mixes: dict[str, dict[str, float]]
+    seed: int = 0
+    items_per_task: int = 64
+    docs_per_language: int = 0
+
+    @classmethod
+    def load(cls, root: Path) -> World:
+        """The world built under `root`; a clear error when `world.json` is missing (not built, or half built)."""
+        root = Path(root)
+        path = root / MANIFEST
+        if not path.is_file():
+            raise FileNotFoundError(f"no demo world at {root}: {path} is missing (build it with build_world)")
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(
+            root=root,
+            languages=tuple(data["languages"]),
+            tasks=[DemoTask(**task) for task in data["tasks"]],
+            mixes={mix: dict(shares) for mix, shares in data["mixes"].items()},
+            seed=int(data["seed"]),
+            items_per_task=int(data["items_per_task"]),
+            docs_per_language=int(data["docs_per_language"]),
+        )
+
+    def dataset_dir(self, family: str) -> Path:
+        """The local dataset directory (README.md with `configs:`) of a family, for `hf_repo`."""
+        return self.root / "datasets" / family
+
+    def corpus_path(self, language: str) -> Path:
+        return self.root / "corpus" / f"{language}.txt"
+
+    def task(self, name: str) -> DemoTask:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(f"no demo task {name!r} in {self.root}")
+
+
+# ------------------------------------------------------------------------------------------------ lexicon
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """The words of one invented language, all generated from its syllables."""
+
+    language: str
+    persons: tuple[str, ...]
+    towns: tuple[str, ...]
+    clans: tuple[str, ...]
+    words: dict[str, str]  # function words: live, in, where, is, of, which, kin, also, and times t0..t2
+    noun_prefixes: tuple[str, ...]  # per class
+    adj_prefixes: tuple[str, ...]
+    verb_prefixes: tuple[str, ...]
+    noun_stems: tuple[tuple[str, ...], ...]  # per class
+    adj_stems: tuple[str, ...]
+    verb_stems: tuple[str, ...]
+
+    def noun(self, cls: int, index: int) -> str:
+        return (self.noun_prefixes[cls] + self.noun_stems[cls][index]).capitalize()
+
+    def adjective(self, cls: int, stem: int) -> str:
+        return self.adj_prefixes[cls] + self.adj_stems[stem]
+
+    def verb(self, cls: int, stem: int) -> str:
+        return self.verb_prefixes[cls] + self.verb_stems[stem]
+
+
+class _WordMaker:
+    """Unique words of a language: syllables of its consonants and vowels, never the same word twice."""
+
+    def __init__(self, rng: random.Random, consonants: str, vowels: str) -> None:
+        self.rng, self.consonants, self.vowels = rng, consonants, vowels
+        self.used: set[str] = set()
+
+    def syllable(self) -> str:
+        return self.rng.choice(self.consonants) + self.rng.choice(self.vowels)
+
+    def word(self, syllables: int) -> str:
+        while True:
+            candidate = "".join(self.syllable() for _ in range(syllables))
+            if candidate not in self.used:
+                self.used.add(candidate)
+                return candidate
+
+    def words(self, n: int, syllables: int) -> tuple[str, ...]:
+        return tuple(self.word(syllables) for _ in range(n))
+
+
+def tiny_persons(items_per_task: int) -> range:
+    return range(items_per_task // 2, items_per_task // 2 + TINY_ITEMS)
+
+
+def n_persons(items_per_task: int) -> int:
+    """Test persons (2 facts each), then the tiny task's, then the few-shot split's."""
+    return items_per_task // 2 + TINY_ITEMS + TRAIN_ITEMS // 2
+
+
+def make_lexicon(language: str, seed: int, items_per_task: int) -> Lexicon:
+    """The lexicon of `language` (a pure function of language, seed and size)."""
+    consonants, vowels = _PHONOLOGY[language]
+    maker = _WordMaker(random.Random(f"lexicon-{seed}-{language}"), consonants, vowels)
+    prefixes = maker.words(3 * N_CLASSES, 1)  # 1-syllable prefixes, all distinct
+    words = {name: maker.word(2) for name in ("live", "where", "which", "kin", "also", "t0", "t1", "t2")}
+    words |= {name: maker.word(1) for name in ("in", "is", "of")}
+    # Stems are checked against every prefixed form so that no inflected word equals another word.
+    return Lexicon(
+        language=language,
+        persons=tuple(w.capitalize() for w in maker.words(n_persons(items_per_task), 3)),
+        towns=tuple(w.capitalize() for w in maker.words(N_TOWNS, 3)),
+        clans=tuple(w.capitalize() for w in maker.words(N_CLANS, 3)),
+        words=words,
+        noun_prefixes=prefixes[:N_CLASSES],
+        adj_prefixes=prefixes[N_CLASSES : 2 * N_CLASSES],
+        verb_prefixes=prefixes[2 * N_CLASSES :],
+        noun_stems=tuple(maker.words(NOUNS_PER_CLASS, 2) for _ in range(N_CLASSES)),
+        adj_stems=maker.words(N_ADJECTIVES, 2),
+        verb_stems=maker.words(N_VERBS, 2),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- regularities
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Who lives where and belongs to which clan (indices into the lexicon), and how often the corpus speaks of
+    each person and noun (Zipf-like weights in a seeded random order, so that facts and nouns are learnt one after
+    the other: the learning curves rise smoothly instead of jumping at one step)."""
+
+    town: tuple[int, ...]
+    clan: tuple[int, ...]
+    person_weight: tuple[float, ...]
+    noun_weight: tuple[float, ...]  # per (class, noun) pair, class-major
+
+
+def zipf_weights(rng: random.Random, n: int, offset: float, exponent: float = 1.0) -> tuple[float, ...]:
+    """(rank + offset) ** -exponent with ranks in a random order."""
+    ranks = list(range(n))
+    rng.shuffle(ranks)
+    return tuple((rank + offset) ** -exponent for rank in ranks)
+
+
+def make_facts(lexicon: Lexicon, seed: int, rare: Sequence[int] = ()) -> Facts:
+    """The facts of one language; the people in `rare` are the least mentioned (the tiny task asks about them:
+    facts learnt last, so that the few items flip from seed to seed as those of a real small benchmark do)."""
+    rng = random.Random(f"facts-{seed}-{lexicon.language}")
+    n = len(lexicon.persons)
+    # Balanced: every town and clan holds about the same number of people, so no answer wins by frequency.
+    towns = [i % N_TOWNS for i in range(n)]
+    clans = [i % N_CLANS for i in range(n)]
+    rng.shuffle(towns)
+    rng.shuffle(clans)
+    weights = sorted(zipf_weights(rng, n, PERSON_ZIPF_OFFSET, PERSON_ZIPF_EXPONENT))  # ascending: rarest first
+    others = [p for p in range(n) if p not in set(rare)]
+    rng.shuffle(others)
+    by_person = dict(zip([*rare, *others], weights, strict=True))
+    persons = tuple(by_person[p] * (RARE_FACTOR if p in rare else 1.0) for p in range(n))
+    nouns = zipf_weights(rng, N_CLASSES * NOUNS_PER_CLASS, NOUN_ZIPF_OFFSET)
+    return Facts(tuple(towns), tuple(clans), persons, nouns)
+
+
+def noun_verb_pairs(lexicon: Lexicon) -> list[tuple[int, int, int]]:
+    """Every (class, noun index, verb stem) triple."""
+    return [(c, n, v) for c in range(N_CLASSES) for n in range(NOUNS_PER_CLASS) for v in range(len(lexicon.verb_stems))]
+
+
+def held_out_pairs(lexicon: Lexicon, seed: int, n_test: int) -> tuple[list[tuple[int, int, int]], ...]:
+    """(test, train, corpus) noun-verb pairs: test and few-shot pairs never occur in the corpus."""
+    pairs = noun_verb_pairs(lexicon)
+    random.Random(f"pairs-{seed}-{lexicon.language}").shuffle(pairs)
+    test, train = pairs[:n_test], pairs[n_test : n_test + TRAIN_ITEMS]
+    return test, train, sorted(pairs[n_test + TRAIN_ITEMS :])
+
+
+QUESTION, ANSWER = "Question", "Answer"
+
+
+def qa_text(question: str, answer: str) -> str:
+    """The CF prompt + gold continuation exactly as lighteval's English MCQ template renders it (0-shot)."""
+    return f"{QUESTION}: {_cap(question)}\n{ANSWER}: {_cap(answer)}"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def town_question(lexicon: Lexicon, person: int) -> str:
+    return f"{lexicon.words['where']} {lexicon.persons[person]}?"
+
+
+def clan_question(lexicon: Lexicon, person: int) -> str:
+    return f"{lexicon.words['which']} {lexicon.persons[person]}?"
+
+
+def agreement_question(lexicon: Lexicon, cls: int, noun: int, adjective: int) -> str:
+    return f"{lexicon.noun(cls, noun)} {lexicon.adjective(cls, adjective)}?"
+
+
+# Answers restate the question's subject, so that the choice that matters (town, clan, verb form) comes right
+# after the words that determine it, as in the corpus' own sentences: the model's knowledge is tested, not its
+# ability to carry a word across the `?\nAnswer:` scaffolding (a late, seed-dependent step for tiny models).
+
+
+def town_answer(lexicon: Lexicon, person: int, town: int) -> str:
+    return f"{lexicon.persons[person]} {lexicon.towns[town]}"
+
+
+def clan_answer(lexicon: Lexicon, person: int, clan: int) -> str:
+    return f"{lexicon.persons[person]} {lexicon.clans[clan]}"
+
+
+def agreement_answer(lexicon: Lexicon, cls: int, noun: int, adjective: int, verb_cls: int, verb: int) -> str:
+    return f"{lexicon.noun(cls, noun)} {lexicon.adjective(cls, adjective)} {lexicon.verb(verb_cls, verb)}"
+
+
+# ------------------------------------------------------------------------------------------------- corpus
+
+
+DOC_SHARES = (("facts", 0.5), ("grammar", 0.2), ("quiz", 0.3))
+QUIZ_SHARES = (("town", 0.4), ("clan", 0.4), ("agreement", 0.2))
+
+
+class _Writer:
+    """Draws the corpus sentences of one language: people and nouns by their weights (cumulative, for speed)."""
+
+    def __init__(self, lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int) -> None:
+        self.rng = random.Random(f"corpus-{seed}-{lexicon.language}")
+        self.lexicon, self.facts, self.pairs = lexicon, facts, list(pairs)
+        self.people = range(len(lexicon.persons))
+        self.person_cum = list(accumulate(facts.person_weight))
+        self.pair_cum = list(accumulate(facts.noun_weight[c * NOUNS_PER_CLASS + n] for c, n, _ in self.pairs))
+        self.quiz_kinds, self.quiz_weights = zip(*QUIZ_SHARES, strict=True)
+
+    def person(self) -> int:
+        return self.rng.choices(self.people, cum_weights=self.person_cum)[0]
+
+    def pair(self) -> tuple[int, int, int]:
+        """A corpus noun-verb pair: the noun by its weight, its verb uniformly among the noun's corpus pairs."""
+        return self.rng.choices(self.pairs, cum_weights=self.pair_cum)[0]
+
+    def time(self) -> str:
+        return self.lexicon.words[f"t{self.rng.randrange(3)}"]
+
+    def fact(self) -> str:
+        w, rng = self.lexicon.words, self.rng
+        person = self.person()
+        p, time = self.lexicon.persons[person], self.time()
+        if rng.random() < 0.5:
+            t = self.lexicon.towns[self.facts.town[person]]
+            framings = (
+                f"{p} {w['live']} {w['in']} {t}.",
+                f"{time} {p} {w['live']} {w['in']} {t}.",
+                f"{p} {w['also']} {w['live']} {w['in']} {t}.",
+                f"{w['in']} {t} {w['live']} {p}.",
+                f"{p} {t} {w['live']}.",
+            )
+        else:
+            c = self.lexicon.clans[self.facts.clan[person]]
+            framings = (
+                f"{p} {w['is']} {w['of']} {c}.",
+                f"{time} {p} {w['is']} {w['of']} {c}.",
+                f"{c} {w['kin']} {p}.",
+                f"{p} {c} {w['kin']}.",
+            )
+        return _cap(rng.choice(framings))
+
+    def agreement(self) -> str:
+        cls, noun, verb = self.pair()
+        adjective = self.lexicon.adjective(cls, self.rng.randrange(len(self.lexicon.adj_stems)))
+        n, v, time = self.lexicon.noun(cls, noun), self.lexicon.verb(cls, verb), self.time()
+        return self.rng.choice((f"{n} {adjective} {v}.", f"{n} {v}.", f"{n} {adjective} {v} {time}."))
+
+    def quiz(self) -> str:
+        """A question and its answer, in the CF prompt's own form."""
+        lexicon = self.lexicon
+        kind = self.rng.choices(self.quiz_kinds, self.quiz_weights)[0]
+        if kind == "town":
+            person = self.person()
+            return qa_text(town_question(lexicon, person), town_answer(lexicon, person, self.facts.town[person]))
+        if kind == "clan":
+            person = self.person()
+            return qa_text(clan_question(lexicon, person), clan_answer(lexicon, person, self.facts.clan[person]))
+        cls, noun, verb = self.pair()
+        adjective = self.rng.randrange(len(lexicon.adj_stems))
+        question = agreement_question(lexicon, cls, noun, adjective)
+        return qa_text(question, agreement_answer(lexicon, cls, noun, adjective, cls, verb))
+
+    def documents(self, n_docs: int) -> Iterator[list[str]]:
+        kinds, weights = zip(*DOC_SHARES, strict=True)
+        sentence = {"facts": self.fact, "grammar": self.agreement, "quiz": self.quiz}
+        for _ in range(n_docs):
+            kind = self.rng.choices(kinds, weights)[0]
+            n = self.rng.randint(2, 4) if kind == "quiz" else self.rng.randint(3, 5)
+            yield [sentence[kind]() for _ in range(n)]
+
+
+def corpus_documents(lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], n_docs: int,
+                     seed: int) -> Iterator[list[str]]:  # fmt: skip
+    """`n_docs` documents (lists of lines): fact paragraphs, grammatical paragraphs and quiz pages."""
+    return _Writer(lexicon, facts, pairs, seed).documents(n_docs)
+
+
+def read_documents(path: Path) -> list[str]:
+    """Documents of a corpus file (blank-line separated), each with its lines joined by newlines."""
+    text = Path(path).read_text(encoding="utf-8")
+    return [block.strip("\n") for block in text.split("\n\n") if block.strip()]
+
+
+def corpus_for_mix(world: World, mix: str, n_docs: int, seed: int) -> list[str]:
+    """`n_docs` documents drawn from the languages in the mix's shares (documents are about equally long across
+    languages, so document shares are token shares), shuffled; deterministic given (world, mix, n_docs, seed).
+
+    Each language's documents are taken in a seeded random order, cycling when a share needs more than the file
+    holds, so a run sees as few repeated documents as possible.
+    """
+    shares = world.mixes[mix]
+    rng = random.Random(f"mix-{mix}-{seed}")
+    docs: list[str] = []
+    for language in sorted(shares):
+        count = round(shares[language] * n_docs)
+        pool = read_documents(world.corpus_path(language))
+        order: list[str] = []
+        while len(order) < count:
+            batch = pool[:]
+            rng.shuffle(batch)
+            order += batch
+        docs += order[:count]
+    rng.shuffle(docs)
+    return docs
+
+
+# ------------------------------------------------------------------------------------------------ datasets
+
+
+def balanced_positions(rng: random.Random, n: int) -> list[int]:
+    """`n` gold positions, each letter as often as possible (shuffled), so that a model that always answers the same
+    letter in MCF scores chance exactly, not whatever the luck of the draw gave that letter."""
+    positions = [i % N_CHOICES for i in range(n)]
+    rng.shuffle(positions)
+    return positions
+
+
+def _place(rng: random.Random, answer: int, options: Sequence[int], position: int) -> list[int]:
+    """`answer` at `position` among N_CHOICES - 1 random distractors drawn from `options`."""
+    distractors = rng.sample([i for i in options if i != answer], N_CHOICES - 1)
+    return [*distractors[:position], answer, *distractors[position:]]
+
+
+def _fact_rows(lexicon: Lexicon, facts: Facts, persons: Sequence[int], rng: random.Random, prefix: str, *,
+               relations: Sequence[str] = ("town", "clan")) -> list[dict[str, Any]]:  # fmt: skip
+    items = [(person, relation) for person in persons for relation in relations]
+    rows = []
+    for (person, relation), gold in zip(items, balanced_positions(rng, len(items)), strict=True):
+        if relation == "town":
+            answer, size, question, say = facts.town[person], N_TOWNS, town_question(lexicon, person), town_answer
+        else:
+            answer, size, question, say = facts.clan[person], N_CLANS, clan_question(lexicon, person), clan_answer
+        texts = [say(lexicon, person, i) for i in _place(rng, answer, range(size), gold)]
+        rows.append({"id": f"{prefix}-{len(rows):03d}", "question": question, "choices": texts, "gold": gold,
+                     "truth": gold})  # fmt: skip
+    return rows
+
+
+def _agreement_rows(lexicon: Lexicon, pairs: Sequence[tuple[int, int, int]], rng: random.Random,
+                    prefix: str) -> list[dict[str, Any]]:  # fmt: skip
+    rows = []
+    for i, ((cls, noun, verb), gold) in enumerate(zip(pairs, balanced_positions(rng, len(pairs)), strict=True)):
+        adjective = rng.randrange(len(lexicon.adj_stems))
+        question = agreement_question(lexicon, cls, noun, adjective)
+        classes = _place(rng, cls, range(N_CLASSES), gold)
+        choices = [agreement_answer(lexicon, cls, noun, adjective, c, verb) for c in classes]
+        rows.append({"id": f"{prefix}-{i:03d}", "question": question, "choices": choices, "gold": gold, "truth": gold})
+    return rows
+
+
+def randomise_golds(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The rows with `gold` replaced by a seeded random draw, independent of the content (the true answer's
+    position stays in `truth`).
+
+    The draw is balanced over the letters (`balanced_positions`) and comes from the first seed (key-0, key-1, ...)
+    whose golds agree with the truth on at most len(rows) / N_CHOICES - len(rows) / 32 rows, so the task's ceiling
+    is a hair below chance: a model that learns the facts cannot make it look learnable through a lucky draw.
+    """
+    limit = len(rows) / N_CHOICES - len(rows) / 32  # a hair below chance (2 items in 64)
+    for attempt in range(1000):
+        golds = balanced_positions(random.Random(f"{key}-{attempt}"), len(rows))
+        if sum(g == row["truth"] for g, row in zip(golds, rows, strict=True)) <= limit:
+            return [{**row, "gold": g} for g, row in zip(golds, rows, strict=True)]
+    raise RuntimeError(f"{key}: no random draw at or below chance in 1000 attempts")  # pragma: no cover
+
+
+def make_dataset_rows(lexicon: Lexicon, facts: Facts, seed: int, items_per_task: int) -> dict[str, dict[str, list]]:
+    """family -> split -> rows, for one language."""
+    lang = lexicon.language
+    n_test_persons = items_per_task // 2
+    test_persons = range(n_test_persons)
+    tiny = tiny_persons(items_per_task)
+    train_persons = range(tiny.stop, len(lexicon.persons))
+    test_pairs, train_pairs, _ = held_out_pairs(lexicon, seed, items_per_task)
+
+    def rng(name: str) -> random.Random:
+        return random.Random(f"items-{seed}-{lang}-{name}")
+
+    def fact_rows(name: str, persons: Sequence[int], relations: Sequence[str] = ("town", "clan")) -> list[dict]:
+        return _fact_rows(lexicon, facts, persons, rng(name), f"{lang}-{name}", relations=relations)
+
+    def agreement_rows(name: str, pairs: Sequence[tuple[int, int, int]]) -> list[dict]:
+        return _agreement_rows(lexicon, pairs, rng(name), f"{lang}-{name}")
+
+    return {
+        "facts": {"test": fact_rows("facts-test", test_persons), "train": fact_rows("facts-train", train_persons)},
+        "agreement": {"test": agreement_rows("agreement-test", test_pairs),
+                      "train": agreement_rows("agreement-train", train_pairs)},
+        "randlabel": {
+            "test": randomise_golds(fact_rows("randlabel-test", test_persons), f"golds-{seed}-{lang}-test"),
+            "train": randomise_golds(fact_rows("randlabel-train", train_persons), f"golds-{seed}-{lang}-train"),
+        },
+        "tiny": {"test": fact_rows("tiny-test", tiny, ("town",)),
+                 "train": fact_rows("tiny-train", train_persons[:4], ("town",))},
+    }  # fmt: skip
+
+
+# -------------------------------------------------------------------------------------------------- writing
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Atomic: a temporary file beside `path`, then a rename; no temp file survives a failure."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        tmp.chmod(0o666 & ~mask)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+
+
+def _readme(family: Family, files: dict[str, dict[str, str]]) -> str:
+    """A dataset card whose YAML header lists one config per language (what `datasets` needs offline).
+
+    The content digest changes with the data, so `datasets`' cache (keyed on folder, config and README) never
+    serves stale rows after a rebuild with other settings.
+    """
+    lines = ["---", "configs:"]
+    for config in sorted(files):
+        lines += [f"- config_name: {config}", "  data_files:"]
+        for split in ("test", "train"):
+            lines += [f"  - split: {split}", f"    path: {config}/{split}.jsonl"]
+    digest = hashlib.sha256()
+    for config in sorted(files):
+        for split in ("test", "train"):
+            digest.update(files[config][split].encode("utf-8"))
+    lines += [
+        "---",
+        f"# {family.benchmark}: synthetic demo dataset ({family.kind}, {family.category})",
+        "",
+        "Generated by finetasks_afr.demo.world; fields: id, question, choices, gold (index), truth (index of the",
+        "answer the world's regularities give; equals gold except in the random-label dataset).",
+        "",
+        f"content sha256: {digest.hexdigest()}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _tasks(languages: Sequence[str]) -> list[DemoTask]:
+    return [
+        DemoTask(
+            name=f"demo{family.name}_{lang}_{formulation.lower()}",
+            benchmark=family.benchmark,
+            language=lang,
+            category=family.category,
+            formulation=formulation,
+            random_baseline=1 / N_CHOICES,
+            kind=family.kind,
+            subset=lang,
+            dataset=family.name,
+        )
+        for family in FAMILIES
+        for lang in languages
+        for formulation in FORMULATIONS
+    ]
+
+
+def _corpus_text(docs: Iterator[list[str]]) -> str:
+    return "\n\n".join("\n".join(doc) for doc in docs) + "\n"
+
+
+def build_world(root: Path, seed: int = 0, *, items_per_task: int = 64, docs_per_language: int = 16_000) -> World:
+    """Write the whole world under `root` (corpus, datasets, truth, manifest) and return it.
+
+    Deterministic: the same arguments give byte-identical files. `world.json` is written last.
+    """
+    root = Path(root)
+    if items_per_task % 2 or items_per_task > 400:
+        raise ValueError("items_per_task must be even and at most 400")
+    world = World(root, LANGUAGES, _tasks(LANGUAGES), {m: dict(s) for m, s in MIXES.items()}, seed, items_per_task,
+                  docs_per_language)  # fmt: skip
+    (root / MANIFEST).unlink(missing_ok=True)
+    dataset_files: dict[str, dict[str, dict[str, str]]] = {family.name: {} for family in FAMILIES}
+    for lang in LANGUAGES:
+        lexicon = make_lexicon(lang, seed, items_per_task)
+        facts = make_facts(lexicon, seed, rare=tiny_persons(items_per_task))
+        _, _, corpus_pairs = held_out_pairs(lexicon, seed, items_per_task)
+        docs = corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed)
+        _write_text(world.corpus_path(lang), _corpus_text(docs))
+        for family, splits in make_dataset_rows(lexicon, facts, seed, items_per_task).items():
+            dataset_files[family][lang] = {split: _jsonl(rows) for split, rows in splits.items()}
+    for family in FAMILIES:
+        directory = world.dataset_dir(family.name)
+        (directory / "README.md").unlink(missing_ok=True)  # a dataset without its README is not loadable
+        for lang, splits in dataset_files[family.name].items():
+            for split, text in splits.items():
+                _write_text(directory / lang / f"{split}.jsonl", text)
+        _write_text(directory / "README.md", _readme(family, dataset_files[family.name]))
+    truth = "task,kind\n" + "".join(f"{task.name},{task.kind}\n" for task in world.tasks)
+    _write_text(root / "truth.csv", truth)
+    _write_text(root / MANIFEST, json.dumps(_manifest(world), indent=2, sort_keys=True) + "\n")
+    return world
+
+
+def _manifest(world: World) -> dict[str, Any]:
+    return {
+        "version": WORLD_VERSION,
+        "seed": world.seed,
+        "items_per_task": world.items_per_task,
+        "docs_per_language": world.docs_per_language,
+        "languages": list(world.languages),
+        "mixes": world.mixes,
+        "tasks": [asdict(task) for task in world.tasks],
+        "families": [asdict(family) for family in FAMILIES],
+    }
+
+
+__all__ = [
+    "FAMILIES",
+    "LANGUAGES",
+    "MIXES",
+    "DemoTask",
+    "Family",
+    "World",
+    "build_world",
+    "corpus_for_mix",
+    "qa_text",
+    "read_documents",
+]
