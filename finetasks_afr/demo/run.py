@@ -41,11 +41,12 @@ class DemoSettings:
 
 def _train_one(world_root: str, mix: str, seed: int, out_dir: str, steps: int | None, save_every: int | None) -> str:
     """Worker entry point (module level, so a spawned process can import it)."""
+    os.environ["TQDM_DISABLE"] = "1"  # before transformers is imported: no "Writing model shards" bars
     from finetasks_afr.demo.train import train_run
     from finetasks_afr.demo.world import World
 
     extra = {k: v for k, v in (("steps", steps), ("save_every", save_every)) if v is not None}
-    train_run(World.load(Path(world_root)), mix, seed, Path(out_dir), threads=1, **extra)
+    train_run(World.load(Path(world_root)), mix, seed, Path(out_dir), threads=1, quiet=True, **extra)
     return out_dir
 
 

@@ -12,14 +12,15 @@ split `train`), and gets the suite's metrics (`finetasks_afr.benchmarks.common.m
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
-from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
+from lighteval.tasks.templates.multichoice import MCQInput, get_mcq_prompt_function
 from lighteval.tasks.templates.utils.formulation import CFFormulation, Formulation, MCFFormulation
 from lighteval.utils.language import Language
 
@@ -32,7 +33,7 @@ WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
 FORMULATION: dict[str, Formulation] = {"CF": CFFormulation(), "MCF": MCFFormulation("Letters")}
 
 
-def adapter(line: dict) -> dict[str, Any]:
+def adapter(line: dict) -> MCQInput:
     """A dataset row -> the template's input (question, choices, gold index)."""
     choices = [str(choice) for choice in line["choices"]]
     gold = int(line["gold"])
@@ -41,15 +42,28 @@ def adapter(line: dict) -> dict[str, Any]:
     return {"question": str(line["question"]), "choices": choices, "gold_idx": gold}
 
 
-def prompt_function(task: DemoTask) -> Callable[[dict, str], Doc | None]:
+def prompt_function(task: DemoTask) -> Callable[[dict, str], Doc]:
+    """lighteval's own multiple-choice template (English prompt words), as the real suite uses."""
     return get_mcq_prompt_function(Language.ENGLISH, adapter, formulation=FORMULATION[task.formulation])
 
 
 def task_info(task: DemoTask) -> TaskInfo:
+    """What the collector needs to fill the score table's task columns."""
     return TaskInfo(task.benchmark, task.language, task.category, task.formulation, task.random_baseline)
 
 
+def data_version(world: World, task: DemoTask) -> int:
+    """The task's `version`, derived from its data files' names (which hold their content digests).
+
+    lighteval keys its prediction cache on the task config, not on the data: without this, a rebuilt world with
+    other items would be answered from the old world's cached predictions."""
+    files = world.data_files.get(task.dataset, {}).get(task.subset, {})
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode("utf-8")).hexdigest()
+    return int(digest[:8], 16)
+
+
 def task_config(world: World, task: DemoTask) -> LightevalTaskConfig:
+    """A task reading the world's local dataset folder (no hub), with the suite's metrics."""
     return LightevalTaskConfig(
         name=task.name,
         prompt_function=prompt_function(task),
@@ -60,6 +74,7 @@ def task_config(world: World, task: DemoTask) -> LightevalTaskConfig:
         few_shots_split="train",
         metrics=mc_metrics(FORMULATION[task.formulation]),
         generation_size=-1,
+        version=data_version(world, task),
     )
 
 

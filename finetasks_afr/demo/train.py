@@ -12,12 +12,15 @@ about 3 minutes on a 2-core machine.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from finetasks_afr.demo.world import LANGUAGES, World, corpus_for_mix, read_documents
+from finetasks_afr.demo.world import World, corpus_for_mix, read_documents
+
+if TYPE_CHECKING:
+    from transformers import LlamaForCausalLM, PreTrainedTokenizerBase
 from finetasks_afr.tiny import BOS, EOS, PAD, train_byte_level_bpe
 
 TOKENIZER_DIR = "tokenizer"
@@ -63,7 +66,7 @@ def train_tokenizer(world: World, *, vocab_size: int = VOCAB_SIZE) -> Path:
     return out
 
 
-def load_tokenizer(world: World):
+def load_tokenizer(world: World) -> PreTrainedTokenizerBase:
     """The shared tokenizer (trained by `train_tokenizer`)."""
     from transformers import AutoTokenizer
 
@@ -73,7 +76,9 @@ def load_tokenizer(world: World):
     return AutoTokenizer.from_pretrained(str(path))
 
 
-def pack_blocks(tokenizer, docs: Sequence[str], seq_len: int, n_blocks: int) -> list[list[int]]:
+def pack_blocks(
+    tokenizer: PreTrainedTokenizerBase, docs: Sequence[str], seq_len: int, n_blocks: int
+) -> list[list[int]]:
     """`n_blocks` blocks of `seq_len` token ids from `<s> doc </s>` documents laid end to end (cycling if short)."""
     if not docs:
         raise ValueError("no documents to train on")
@@ -89,8 +94,8 @@ def pack_blocks(tokenizer, docs: Sequence[str], seq_len: int, n_blocks: int) -> 
     return [stream[i * seq_len : (i + 1) * seq_len] for i in range(n_blocks)]
 
 
-def docs_needed(world: World, tokens: int, tokens_per_doc: float = 30.0) -> int:
-    """How many documents give about `tokens` tokens (a margin over the measured ~30 tokens per document)."""
+def docs_needed(tokens: int, tokens_per_doc: float = 27.0) -> int:
+    """How many documents give `tokens` tokens (documents average ~27 tokens with `<s>`/`</s>`; 10% margin)."""
     return int(tokens / tokens_per_doc * 1.1) + 100
 
 
@@ -110,7 +115,7 @@ class _BlockDataset:
         return {"input_ids": ids, "labels": ids}
 
 
-def _model(tokenizer, shape: ModelShape, seed: int):
+def _model(tokenizer: PreTrainedTokenizerBase, shape: ModelShape, seed: int) -> LlamaForCausalLM:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -154,9 +159,9 @@ def train_run(
     learning_rate: float = 3e-3,
     warmup_steps: int = 20,
     lr_scheduler: str = "constant_with_warmup",
-    adam_beta2: float = 0.999,
     shape: ModelShape | dict = DEFAULT_SHAPE,
     threads: int = 1,
+    quiet: bool = False,
 ) -> Path:
     """Train one tiny Llama on `mix` (seeded) and write `out_dir/checkpoint-<step>/` folders; returns `out_dir`.
 
@@ -174,7 +179,7 @@ def train_run(
     out_dir = Path(out_dir)
     tokenizer = load_tokenizer(world)
     n_blocks = steps * batch_size
-    docs = corpus_for_mix(world, mix, docs_needed(world, n_blocks * seq_len), seed)
+    docs = corpus_for_mix(world, mix, docs_needed(n_blocks * seq_len), seed)
     dataset = _BlockDataset(pack_blocks(tokenizer, docs, seq_len, n_blocks))
     set_seed(seed)
     model = _model(tokenizer, shape, seed)
@@ -195,7 +200,6 @@ def train_run(
         warmup_steps=warmup_steps,
         lr_scheduler_type=lr_scheduler,
         weight_decay=0.01,
-        adam_beta2=adam_beta2,
         save_strategy="no",  # the callback decides
         save_only_model=True,
         logging_strategy="steps",
@@ -215,22 +219,11 @@ def train_run(
         processing_class=tokenizer,
         callbacks=[SaveAt()],
     )
-    trainer.train()
+    if quiet:  # the loss stays in trainer_state.json's log_history; only the console printing goes
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(ProgressCallback)
+        trainer.remove_callback(PrinterCallback)
+    with torch.enable_grad():  # importing lighteval's transformers backend switches gradients off process-wide
+        trainer.train()
     return out_dir
-
-
-def mix_language_shares(world: World, mix: str) -> dict[str, float]:
-    """The mix's share per language (0 for a language it leaves out)."""
-    return {language: world.mixes[mix].get(language, 0.0) for language in LANGUAGES}
-
-
-def tokens_per_document(world: World, sample: int = 500, seed: int = 0) -> float:
-    """Mean tokens per document over a sample of every language (to size `docs_needed`)."""
-    tokenizer = load_tokenizer(world)
-    rng = random.Random(seed)
-    docs: list[str] = []
-    for language in world.languages:
-        pool = read_documents(world.corpus_path(language))
-        docs += rng.sample(pool, min(sample, len(pool)))
-    lengths = [len(ids) + 1 for ids in tokenizer(docs, add_special_tokens=True)["input_ids"]]
-    return sum(lengths) / len(lengths)

@@ -1,21 +1,25 @@
 """A synthetic multilingual world for the embedded end-to-end demo: corpus, evaluation tasks, truth.
 
 Three invented languages with ISO 639-3 private-use codes (`qaa`, `qab`, `qac`), each with its own lexicon built
-from its own syllable inventory (so their BPE tokens differ) and the same regularities:
+from its own syllables (disjoint consonants, so their BPE tokens differ), and the same regularities:
 
-- facts (GK): 52 people each live in one of 8 towns and belong to one of 8 clans; every fact is stated many times
-  in the corpus, in several framings, including quiz pages in the very `Question: ...?\\nAnswer: ...` form that
-  lighteval's multiple-choice template builds.
+- facts (GK): 42 people (default size) each live in one of 8 towns and belong to one of 8 clans. Every fact is
+  stated many times in the corpus, in several framings, among them quiz pages in the `Question: ...?\nAnswer: ...`
+  form of lighteval's multiple-choice template. People are mentioned with Zipf-like frequencies, so facts are
+  learnt one after the other and the curves rise gradually, faster in a language with a bigger share of the mix.
 - agreement (RES): 4 noun classes marked by prefixes; adjectives and verbs take the prefix of their noun's class.
-  The test items use noun-verb pairs that never occur together in the corpus, so a model must apply the rule.
+  The test items use noun-verb pairs that never occur together in the corpus: the model must apply the rule.
 
-Evaluation datasets (`root/datasets/<family>/`, one config per language, splits `test` and `train`):
+Evaluation datasets (`root/datasets/<family>/`, one config per language, splits `test` and `train`, few-shot):
 
-- `facts`, `agreement`: learnable (80 test items each by default).
-- `randlabel` (NLU): facts-shaped items whose gold index is a seeded random draw, independent of the content. The
-  one draw is taken from the first seed at which the random gold agrees with the true answer on no more than
-  chance's share of the items, so a model that learns the facts cannot drift above chance by the draw's luck.
-- `tiny` (GK): 6 facts items (learnable, but too few items to give a stable score).
+- `facts`, `agreement` (learnable): 64 test items each by default; the answer restates the subject ("Where does X
+  live?" -> "X Town"), so the choice that matters follows the words that decide it, as in the corpus.
+- `randlabel` (NLU, random label): facts-shaped items whose gold index is a seeded random draw, independent of the
+  content; the draw is taken from the first seed whose golds agree with the true answer on a hair less than
+  chance's share of the items, so a model that learns the facts cannot lift it above chance by the draw's luck.
+- `tiny` (GK, too small): 6 facts items about the least-mentioned people: learnable, but too few to be stable.
+
+Every gold position (letter) is balanced, so an MCF model that always answers one letter scores chance exactly.
 
 Everything is a pure function of the seed: building twice gives byte-identical files. Every file is written
 atomically (a temporary file, then a rename); `world.json` is written last, so a world without it is incomplete.
@@ -28,8 +32,8 @@ import json
 import os
 import random
 import tempfile
-from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
@@ -77,7 +81,7 @@ NOUNS_PER_CLASS = 8
 N_VERBS = 16
 N_ADJECTIVES = 8
 TINY_ITEMS = 6
-TRAIN_ITEMS = 8  # few-shot split size per family (tiny: 4)
+TRAIN_ITEMS = 8  # few-shot split size per family
 PERSON_ZIPF_OFFSET = 4.0  # the most talked-about person is mentioned ~14x as often as the least
 PERSON_ZIPF_EXPONENT = 1.0
 RARE_FACTOR = 0.5  # the tiny task's people: half the weight of the Zipf tail
@@ -110,11 +114,12 @@ class World:
     seed: int = 0
     items_per_task: int = 64
     docs_per_language: int = 0
+    data_files: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # family -> lang -> split -> path
 
     @classmethod
     def load(cls, root: Path) -> World:
         """The world built under `root`; a clear error when `world.json` is missing (not built, or half built)."""
-        root = Path(root)
+        root = Path(root).resolve()  # absolute: the tasks' hf_repo must not depend on the working directory
         path = root / MANIFEST
         if not path.is_file():
             raise FileNotFoundError(f"no demo world at {root}: {path} is missing (build it with build_world)")
@@ -127,6 +132,7 @@ class World:
             seed=int(data["seed"]),
             items_per_task=int(data["items_per_task"]),
             docs_per_language=int(data["docs_per_language"]),
+            data_files=data.get("data_files", {}),
         )
 
     def dataset_dir(self, family: str) -> Path:
@@ -171,6 +177,14 @@ class Lexicon:
     def verb(self, cls: int, stem: int) -> str:
         return self.verb_prefixes[cls] + self.verb_stems[stem]
 
+    def forms(self) -> list[str]:
+        """Every word form the corpus uses, case-folded (they must all differ)."""
+        classes = range(N_CLASSES)
+        inflected = [self.noun(c, n) for c in classes for n in range(len(self.noun_stems[c]))]
+        inflected += [self.adjective(c, a) for c in classes for a in range(len(self.adj_stems))]
+        inflected += [self.verb(c, v) for c in classes for v in range(len(self.verb_stems))]
+        return [w.lower() for w in (*self.persons, *self.towns, *self.clans, *self.words.values(), *inflected)]
+
 
 class _WordMaker:
     """Unique words of a language: syllables of its consonants and vowels, never the same word twice."""
@@ -203,13 +217,22 @@ def n_persons(items_per_task: int) -> int:
 
 
 def make_lexicon(language: str, seed: int, items_per_task: int) -> Lexicon:
-    """The lexicon of `language` (a pure function of language, seed and size)."""
+    """The lexicon of `language` (a pure function of language, seed and size), redrawn until no two word forms
+    coincide (a prefixed noun could otherwise equal a name, or a verb form an adjective form)."""
+    for attempt in range(100):
+        lexicon = _draw_lexicon(language, random.Random(f"lexicon-{seed}-{language}-{attempt}"), items_per_task)
+        forms = lexicon.forms()
+        if len(forms) == len(set(forms)):
+            return lexicon
+    raise RuntimeError(f"{language}: no lexicon without clashing word forms in 100 draws")  # pragma: no cover
+
+
+def _draw_lexicon(language: str, rng: random.Random, items_per_task: int) -> Lexicon:
     consonants, vowels = _PHONOLOGY[language]
-    maker = _WordMaker(random.Random(f"lexicon-{seed}-{language}"), consonants, vowels)
+    maker = _WordMaker(rng, consonants, vowels)
     prefixes = maker.words(3 * N_CLASSES, 1)  # 1-syllable prefixes, all distinct
     words = {name: maker.word(2) for name in ("live", "where", "which", "kin", "also", "t0", "t1", "t2")}
     words |= {name: maker.word(1) for name in ("in", "is", "of")}
-    # Stems are checked against every prefixed form so that no inflected word equals another word.
     return Lexicon(
         language=language,
         persons=tuple(w.capitalize() for w in maker.words(n_persons(items_per_task), 3)),
@@ -231,8 +254,7 @@ def make_lexicon(language: str, seed: int, items_per_task: int) -> Lexicon:
 @dataclass(frozen=True)
 class Facts:
     """Who lives where and belongs to which clan (indices into the lexicon), and how often the corpus speaks of
-    each person and noun (Zipf-like weights in a seeded random order, so that facts and nouns are learnt one after
-    the other: the learning curves rise smoothly instead of jumping at one step)."""
+    each person and noun (Zipf-like weights, so that facts and nouns are learnt one after the other)."""
 
     town: tuple[int, ...]
     clan: tuple[int, ...]
@@ -336,7 +358,8 @@ class _Writer:
         self.people = range(len(lexicon.persons))
         self.person_cum = list(accumulate(facts.person_weight))
         self.pair_cum = list(accumulate(facts.noun_weight[c * NOUNS_PER_CLASS + n] for c, n, _ in self.pairs))
-        self.quiz_kinds, self.quiz_weights = zip(*QUIZ_SHARES, strict=True)
+        self.quiz_kinds = [kind for kind, _ in QUIZ_SHARES]
+        self.quiz_weights = [weight for _, weight in QUIZ_SHARES]
 
     def person(self) -> int:
         return self.rng.choices(self.people, cum_weights=self.person_cum)[0]
@@ -352,6 +375,7 @@ class _Writer:
         w, rng = self.lexicon.words, self.rng
         person = self.person()
         p, time = self.lexicon.persons[person], self.time()
+        framings: tuple[str, ...]
         if rng.random() < 0.5:
             t = self.lexicon.towns[self.facts.town[person]]
             framings = (
@@ -393,7 +417,7 @@ class _Writer:
         return qa_text(question, agreement_answer(lexicon, cls, noun, adjective, cls, verb))
 
     def documents(self, n_docs: int) -> Iterator[list[str]]:
-        kinds, weights = zip(*DOC_SHARES, strict=True)
+        kinds, weights = [kind for kind, _ in DOC_SHARES], [weight for _, weight in DOC_SHARES]
         sentence = {"facts": self.fact, "grammar": self.agreement, "quiz": self.quiz}
         for _ in range(n_docs):
             kind = self.rng.choices(kinds, weights)[0]
@@ -456,7 +480,8 @@ def _place(rng: random.Random, answer: int, options: Sequence[int], position: in
 def _fact_rows(lexicon: Lexicon, facts: Facts, persons: Sequence[int], rng: random.Random, prefix: str, *,
                relations: Sequence[str] = ("town", "clan")) -> list[dict[str, Any]]:  # fmt: skip
     items = [(person, relation) for person in persons for relation in relations]
-    rows = []
+    rows: list[dict[str, Any]] = []
+    say: Callable[[Lexicon, int, int], str]
     for (person, relation), gold in zip(items, balanced_positions(rng, len(items)), strict=True):
         if relation == "town":
             answer, size, question, say = facts.town[person], N_TOWNS, town_question(lexicon, person), town_answer
@@ -523,7 +548,7 @@ def make_dataset_rows(lexicon: Lexicon, facts: Facts, seed: int, items_per_task:
             "train": randomise_golds(fact_rows("randlabel-train", train_persons), f"golds-{seed}-{lang}-train"),
         },
         "tiny": {"test": fact_rows("tiny-test", tiny, ("town",)),
-                 "train": fact_rows("tiny-train", train_persons[:4], ("town",))},
+                 "train": fact_rows("tiny-train", train_persons)},
     }  # fmt: skip
 
 
@@ -551,21 +576,24 @@ def _jsonl(rows: Sequence[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
-def _readme(family: Family, files: dict[str, dict[str, str]]) -> str:
-    """A dataset card whose YAML header lists one config per language (what `datasets` needs offline).
+def data_file_name(split: str, text: str) -> str:
+    """`<split>-<digest>.jsonl`: the content digest in the name is what keeps `datasets`' cache honest.
 
-    The content digest changes with the data, so `datasets`' cache (keyed on folder, config and README) never
-    serves stale rows after a rebuild with other settings.
+    `datasets` (5.x, offline) caches a local dataset under `<folder name>/<config>/0.0.0/<hash>` where the hash
+    covers the README's `configs:` entries (the relative data-file paths), not the files' content or location: with
+    fixed file names a rebuilt world (another seed or size), or another world in a folder of the same name, would
+    silently be served the rows of the first one ever loaded.
     """
+    return f"{split}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}.jsonl"
+
+
+def _readme(family: Family, paths: dict[str, dict[str, str]]) -> str:
+    """A dataset card whose YAML header lists one config per language (what `datasets` needs offline)."""
     lines = ["---", "configs:"]
-    for config in sorted(files):
+    for config in sorted(paths):
         lines += [f"- config_name: {config}", "  data_files:"]
         for split in ("test", "train"):
-            lines += [f"  - split: {split}", f"    path: {config}/{split}.jsonl"]
-    digest = hashlib.sha256()
-    for config in sorted(files):
-        for split in ("test", "train"):
-            digest.update(files[config][split].encode("utf-8"))
+            lines += [f"  - split: {split}", f"    path: {paths[config][split]}"]
     lines += [
         "---",
         f"# {family.benchmark}: synthetic demo dataset ({family.kind}, {family.category})",
@@ -573,10 +601,27 @@ def _readme(family: Family, files: dict[str, dict[str, str]]) -> str:
         "Generated by finetasks_afr.demo.world; fields: id, question, choices, gold (index), truth (index of the",
         "answer the world's regularities give; equals gold except in the random-label dataset).",
         "",
-        f"content sha256: {digest.hexdigest()}",
-        "",
     ]
     return "\n".join(lines)
+
+
+def _write_dataset(directory: Path, family: Family, files: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Data files first, the README (which makes the folder a dataset) last, then stale data files go.
+
+    Returns the data files' paths (relative to `directory`) per language and split."""
+    (directory / "README.md").unlink(missing_ok=True)
+    paths: dict[str, dict[str, str]] = {}
+    for lang, splits in files.items():
+        for split, text in splits.items():
+            name = f"{lang}/{data_file_name(split, text)}"
+            _write_text(directory / name, text)
+            paths.setdefault(lang, {})[split] = name
+    _write_text(directory / "README.md", _readme(family, paths))
+    keep = {directory / name for splits in paths.values() for name in splits.values()}
+    for stale in sorted(directory.glob("*/*.jsonl")):
+        if stale not in keep:
+            stale.unlink()
+    return paths
 
 
 def _tasks(languages: Sequence[str]) -> list[DemoTask]:
@@ -607,7 +652,7 @@ def build_world(root: Path, seed: int = 0, *, items_per_task: int = 64, docs_per
 
     Deterministic: the same arguments give byte-identical files. `world.json` is written last.
     """
-    root = Path(root)
+    root = Path(root).resolve()
     if items_per_task % 2 or items_per_task > 400:
         raise ValueError("items_per_task must be even and at most 400")
     world = World(root, LANGUAGES, _tasks(LANGUAGES), {m: dict(s) for m, s in MIXES.items()}, seed, items_per_task,
@@ -620,15 +665,11 @@ def build_world(root: Path, seed: int = 0, *, items_per_task: int = 64, docs_per
         _, _, corpus_pairs = held_out_pairs(lexicon, seed, items_per_task)
         docs = corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed)
         _write_text(world.corpus_path(lang), _corpus_text(docs))
-        for family, splits in make_dataset_rows(lexicon, facts, seed, items_per_task).items():
-            dataset_files[family][lang] = {split: _jsonl(rows) for split, rows in splits.items()}
+        for name, splits in make_dataset_rows(lexicon, facts, seed, items_per_task).items():
+            dataset_files[name][lang] = {split: _jsonl(rows) for split, rows in splits.items()}
     for family in FAMILIES:
-        directory = world.dataset_dir(family.name)
-        (directory / "README.md").unlink(missing_ok=True)  # a dataset without its README is not loadable
-        for lang, splits in dataset_files[family.name].items():
-            for split, text in splits.items():
-                _write_text(directory / lang / f"{split}.jsonl", text)
-        _write_text(directory / "README.md", _readme(family, dataset_files[family.name]))
+        world.data_files[family.name] = _write_dataset(world.dataset_dir(family.name), family,
+                                                       dataset_files[family.name])  # fmt: skip
     truth = "task,kind\n" + "".join(f"{task.name},{task.kind}\n" for task in world.tasks)
     _write_text(root / "truth.csv", truth)
     _write_text(root / MANIFEST, json.dumps(_manifest(world), indent=2, sort_keys=True) + "\n")
@@ -644,6 +685,7 @@ def _manifest(world: World) -> dict[str, Any]:
         "languages": list(world.languages),
         "mixes": world.mixes,
         "tasks": [asdict(task) for task in world.tasks],
+        "data_files": world.data_files,
         "families": [asdict(family) for family in FAMILIES],
     }
 
