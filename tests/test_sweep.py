@@ -285,3 +285,25 @@ def test_unknown_task_and_unknown_step_are_errors(tmp_path: Path):
         collect([tmp_path / "out2"], task_info=info)
     with pytest.raises(CollectError, match="no lighteval results"):
         collect([tmp_path / "runs"], task_info=info)
+
+
+def test_hub_repository_revisions_become_steps(monkeypatch):
+    """The hub path with huggingface_hub's list_repo_refs mocked (the hub is not reachable here)."""
+    from types import SimpleNamespace
+
+    import huggingface_hub
+
+    refs = SimpleNamespace(
+        branches=[SimpleNamespace(name=n) for n in ("main", "step2000", "step1000")],
+        tags=[SimpleNamespace(name="step3000"), SimpleNamespace(name="v1.0")],
+    )
+    monkeypatch.setattr(huggingface_hub.HfApi, "list_repo_refs", lambda self, repo_id: refs)
+    found = discover(["pythia:0=hf://EleutherAI/pythia-160m"], tokens_per_step=2_097_152).checkpoints
+    assert [(c.run, c.seed, c.step, c.revision, c.path) for c in found] == [
+        ("pythia", 0, 1000, "step1000", "EleutherAI/pythia-160m"),
+        ("pythia", 0, 2000, "step2000", "EleutherAI/pythia-160m"),
+        ("pythia", 0, 3000, "step3000", "EleutherAI/pythia-160m"),
+    ]
+    assert found[0].tokens == 1000 * 2_097_152
+    with pytest.raises(DiscoveryError, match="revision-pattern"):
+        discover(["hf://EleutherAI/pythia-160m"], revision_pattern=r"^ckpt(\d+)$")
