@@ -293,7 +293,10 @@ class Evaluator:
             )
             pipeline.model._cache = None  # predictions are never reused across evaluations (see prediction_cache_in)
             pipeline.evaluate()
-            pipeline.save_and_push_results()
+            if self.spec.save_details:
+                pipeline.save_and_push_results()
+            else:  # lighteval's save() first builds a datasets.Dataset per task's details (half of the overhead)
+                tracker.save_results(time.strftime("%Y-%m-%dT%H-%M-%S"), tracker.results)
             forward = None if timer is None else timer.seconds
             if timer is not None:
                 timer.remove()
