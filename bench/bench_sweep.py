@@ -89,8 +89,9 @@ def main(argv: list[str] | None = None) -> int:
 def cli_baseline(checkpoints, tasks: list[str], world) -> float:
     """Mean wall seconds of one `lighteval accelerate` process per checkpoint (start-up paid every time)."""
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
+    from finetasks_afr.lighteval_runtime import clear_prediction_cache, ensure_tiny_benchmarks_file
 
-    _ensure_tiny_benchmarks_file()
+    ensure_tiny_benchmarks_file()
     lighteval = str(Path(sys.executable).parent / "lighteval")
     env = os.environ | {WORLD_ENV: str(world.root.resolve()), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
                         "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
@@ -102,24 +103,8 @@ def cli_baseline(checkpoints, tasks: list[str], world) -> float:
             started = time.perf_counter()
             subprocess.run(command, env=env, check=True, capture_output=True)
             walls.append(time.perf_counter() - started)
-            _remove_prediction_cache(Path(checkpoint.path))
+            clear_prediction_cache(Path(checkpoint.path))  # the CLI writes its cache into the checkpoint folder
     return statistics.fmean(walls)
-
-
-def _ensure_tiny_benchmarks_file() -> None:
-    """lighteval's CLI loads its whole registry, which downloads tinyBenchmarks.pkl; offline, a placeholder."""
-    import lighteval
-
-    path = Path(lighteval.__file__).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl"
-    if not path.exists():
-        path.touch()
-
-
-def _remove_prediction_cache(model_dir: Path) -> None:
-    """The CLI writes its prediction cache into the checkpoint folder; leave the demo as it was."""
-    from finetasks_afr.lighteval_runtime import clear_prediction_cache
-
-    clear_prediction_cache(model_dir)
 
 
 if __name__ == "__main__":

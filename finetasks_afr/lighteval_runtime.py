@@ -104,3 +104,15 @@ def quiet_progress_bars() -> Iterator[None]:
     finally:
         for patch in patches:
             patch.stop()
+
+
+def ensure_tiny_benchmarks_file() -> Path:
+    """lighteval 0.13 downloads tinyBenchmarks.pkl whenever its built-in registry loads (every CLI run; no timeout,
+    no offline switch). Offline, an empty placeholder lets the registry load; tinyBenchmarks tasks would then fail
+    loudly (EOFError on unpickling), never silently. See the README, "Running lighteval offline"."""
+    import lighteval
+
+    path = Path(lighteval.__file__).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl"
+    if not path.exists():
+        path.touch()
+    return path

@@ -25,19 +25,9 @@ EXPECTED = {
 pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
 
-def ensure_tiny_benchmarks_file() -> None:
-    """lighteval 0.13 downloads tinyBenchmarks.pkl whenever its built-in registry loads (no timeout, no offline
-    switch). Offline, an empty placeholder lets the registry load; tinyBenchmarks tasks would then fail loudly
-    (EOFError on unpickling), never silently. See the README, "Running lighteval offline"."""
-    import lighteval
-
-    path = Path(lighteval.__file__).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl"
-    if not path.exists():
-        path.touch()
-
-
 @pytest.fixture(scope="module")
 def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
     from finetasks_afr.mirror import import_raw
     from finetasks_afr.tiny import make_tiny_causal_lm
 

@@ -14,7 +14,6 @@ Real sweep workers live in the installed `finetasks_afr` package, which the job'
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import cloudpickle
 import pytest
 import submitit
+from slurm_probe import slurm_problem
 from submitit.core.utils import FailedJobError, UncompletedJobError
 
 pytestmark = pytest.mark.slow
@@ -36,25 +36,7 @@ PROBE_VARIABLE = "FINETASKS_AFR_SLURM_PROBE"
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
-def _cluster_problem() -> str | None:
-    """Why no usable Slurm cluster answers here, or None when one does."""
-    if shutil.which("sinfo") is None:
-        return "Slurm is not installed (`sinfo` is not on PATH)"
-    try:
-        run = subprocess.run(
-            ["sinfo", "-h", "-p", PARTITION, "-o", "%T"], capture_output=True, text=True, timeout=20, check=False
-        )
-    except subprocess.TimeoutExpired:
-        return "the Slurm controller does not answer (`sinfo` timed out)"
-    if run.returncode != 0:
-        return f"the Slurm controller does not answer: {run.stderr.strip() or run.stdout.strip()}"
-    states = run.stdout.split()
-    if not any(state in {"idle", "mixed", "allocated", "completing"} for state in states):
-        return f"no usable node in Slurm partition {PARTITION!r} (node states: {states or 'none'})"
-    return None
-
-
-_PROBLEM = _cluster_problem()
+_PROBLEM = slurm_problem(PARTITION)
 if _PROBLEM is not None and not REQUIRE:
     pytest.skip(_PROBLEM, allow_module_level=True)
 

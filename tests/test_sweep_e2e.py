@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+from slurm_probe import slurm_problem
 from test_compat_metrics import Reference
 from toy_tasks import ENV, ITEMS, write_toy_dataset
 
@@ -186,7 +187,7 @@ def test_killed_sweep_resumes_losing_nothing_and_duplicating_nothing(world, refe
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 240
-    while not list((out / "results").rglob("part.json")) if (out / "results").exists() else True:
+    while not list(out.glob("results/**/part.json")):
         assert process.poll() is None, "the sweep ended before it could be killed"
         assert time.monotonic() < deadline, "no checkpoint finished in time"
         time.sleep(0.05)
@@ -204,7 +205,7 @@ def test_killed_sweep_resumes_losing_nothing_and_duplicating_nothing(world, refe
 
 
 def test_collect_reads_a_plain_lighteval_accelerate_loop(world, reference_sweep, tmp_path):
-    from test_lighteval_e2e import ensure_tiny_benchmarks_file
+    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
 
     ensure_tiny_benchmarks_file()
     out = tmp_path / "own-loop"
@@ -225,20 +226,11 @@ def test_collect_reads_a_plain_lighteval_accelerate_loop(world, reference_sweep,
     assert frame.sort(KEY).equals(expected)
 
 
-def _slurm_problem() -> str | None:
-    if shutil.which("sinfo") is None:
-        return "Slurm is not installed (`sinfo` is not on PATH)"
-    run = subprocess.run(["sinfo", "-h", "-p", "debug", "-o", "%T"], capture_output=True, text=True, timeout=20)
-    if run.returncode != 0 or not {"idle", "mixed", "allocated"} & set(run.stdout.split()):
-        return f"no usable node in Slurm partition 'debug' ({run.stderr.strip() or run.stdout.strip()})"
-    return None
-
-
 def test_slurm_executor_sweeps_as_a_job_array(world, reference_sweep, tmp_path):
     """The real sbatch path (the one-node cluster of .ci/slurm.sh): two array tasks of three checkpoints each."""
     from finetasks_afr.sweep.run import SlurmOptions
 
-    problem = _slurm_problem()
+    problem = slurm_problem("debug")
     if problem is not None:
         if os.environ.get("FINETASKS_AFR_REQUIRE_SLURM") == "1":
             pytest.fail(f"FINETASKS_AFR_REQUIRE_SLURM=1 but {problem}: run `bash .ci/slurm.sh up` first")

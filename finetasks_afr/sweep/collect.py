@@ -25,6 +25,7 @@ import polars as pl
 
 from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
 from finetasks_afr.sweep.discover import Checkpoint, identity_from_path, tokens_of
+from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST
 
 _STEP_REVISION = re.compile(r"step[-_]?(\d+)", re.IGNORECASE)
@@ -163,11 +164,12 @@ def _number(value: Any, path: Path, where: str) -> float | None:
     return float(value)
 
 
-def _rows(result: _ResultFile, task_info: Mapping[str, TaskInfo], unknown: set[str]) -> list[dict]:
+def _rows(result: _ResultFile, keys: set[str], task_info: Mapping[str, TaskInfo], unknown: set[str]) -> list[dict]:
+    """Score-table rows of the file's `keys` (its task|fewshot entries no newer file supersedes)."""
     rows = []
     checkpoint = result.checkpoint
     for key, metrics in result.results.items():
-        if key == "all":
+        if key not in keys:
             continue
         task, _, fewshot = key.partition("|")
         info = result.task_info.get(task) or task_info.get(task)
@@ -200,12 +202,16 @@ def _rows(result: _ResultFile, task_info: Mapping[str, TaskInfo], unknown: set[s
     return rows
 
 
+def _as_table_info(known: Mapping[str, Any]) -> dict[str, TaskInfo]:
+    """The score-table fields of any TASK_INFO mapping (the suite's and the demo's carry more)."""
+    return {name: TaskInfo(*(getattr(t, f) for f in TASK_INFO_FIELDS)) for name, t in known.items()}
+
+
 def suite_task_info() -> dict[str, TaskInfo]:
     """TASK_INFO of the finetasks-afr suite (imports lighteval and builds the suite: a few seconds)."""
     from finetasks_afr.tasks import TASK_INFO
 
-    return {name: TaskInfo(t.benchmark, t.language, t.category, t.formulation, t.random_baseline)
-            for name, t in TASK_INFO.items()}  # fmt: skip
+    return _as_table_info(TASK_INFO)
 
 
 def module_task_info(path: str | Path) -> dict[str, TaskInfo]:
@@ -216,10 +222,7 @@ def module_task_info(path: str | Path) -> dict[str, TaskInfo]:
     known = getattr(module, "TASK_INFO", None)
     if not isinstance(known, Mapping):
         raise CollectError(f"{path}: the custom tasks module defines no TASK_INFO; fix: pass --task-info CSV instead")
-    return {
-        name: TaskInfo(t.benchmark, t.language, t.category, t.formulation, float(t.random_baseline))
-        for name, t in known.items()
-    }
+    return _as_table_info(known)
 
 
 def collect(
@@ -270,14 +273,15 @@ def collect(
 def _known_task_info(
     parsed: list[_ResultFile], task_info: Mapping[str, TaskInfo] | Path | None, custom_tasks: str | Path | None
 ) -> dict[str, TaskInfo]:
-    """Metadata for tasks the sweep manifests do not describe; the suite is imported only when needed."""
+    """Metadata for tasks the sweep manifests do not describe. Precedence: the task-info CSV, the custom module,
+    the suite; a module (a few seconds of lighteval import and task building) is imported only when needed."""
     described = {task for result in parsed for task in result.task_info}
     wanted = {key.partition("|")[0] for result in parsed for key in result.results if key != "all"} - described
     known: dict[str, TaskInfo] = {}
-    if custom_tasks is not None:
-        known.update(module_task_info(custom_tasks))
     if task_info is not None:
-        known.update(read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else dict(task_info))
+        known = read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else dict(task_info)
+    if wanted - set(known) and custom_tasks is not None:
+        known = {**module_task_info(custom_tasks), **known}
     if wanted - set(known):
         known = {**suite_task_info(), **known}
     return known
@@ -303,13 +307,5 @@ def _latest_rows(
     rows: list[dict] = []
     unknown: set[str] = set()
     for result in parsed:
-        mine = kept.get(id(result), set())
-        trimmed = _ResultFile(
-            result.path,
-            result.checkpoint,
-            {k: v for k, v in result.results.items() if k in mine},
-            result.task_info,
-            result.order,
-        )
-        rows += _rows(trimmed, known, unknown)
+        rows += _rows(result, kept.get(id(result), set()), known, unknown)
     return rows, unknown

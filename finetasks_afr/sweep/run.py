@@ -18,7 +18,6 @@ import os
 import queue
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -353,8 +352,7 @@ def _watch(jobs: list, groups: list[list[Checkpoint]], store: SweepStore, spec: 
                 seen.add(checkpoint.key)
                 bars.done(Outcome(checkpoint, "evaluated"), len(spec.tasks))
 
-    wait: Callable[[], None] = lambda: time.sleep(2)  # noqa: E731
     while not all(job.done() for job in jobs):
         poll()
-        wait()
+        time.sleep(2)
     poll()
