@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast lint typecheck select-tasks aggregate bench simulate mirror bench-suite demo clean
+.PHONY: install test test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,7 @@ install: $(STAMP)
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check analysis finetasks_afr tests bench
+	$(VENV)/bin/ruff format --check analysis finetasks_afr tests bench notebooks docs
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -43,6 +43,24 @@ select-tasks: install
 
 aggregate: install
 	$(CLI) aggregate $(or $(SCORES),finetasks_afr/data/demo_sweep.parquet) --out out/aggregate
+
+## The selection report (report.html + one page per language, report.md) -> out/report/.
+report: install
+	$(CLI) report $(SCORES) --out out/report
+
+## Notebooks: execute headless into out/notebooks/ (the committed files stay stripped), then check they are.
+NOTEBOOKS ?= $(wildcard notebooks/*.ipynb)
+notebooks: install
+	$(PY) notebooks/nbtools.py run $(NOTEBOOKS) --out out/notebooks
+	$(PY) notebooks/nbtools.py check $(NOTEBOOKS)
+
+## Remove outputs from the notebooks before committing them.
+notebooks-strip: install
+	$(PY) notebooks/nbtools.py strip $(NOTEBOOKS)
+
+## The README's demo figures (docs/figures/) from the bundled sweep.
+figures: install
+	$(PY) docs/figures/make_figures.py
 
 ## Regenerate the simulated sweep (a fixture for the analysis tests, not model output).
 simulate: install

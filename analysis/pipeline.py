@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -16,7 +16,7 @@ from analysis.aggregate import AggregateResult, aggregate, write_ranking
 from analysis.config import Config
 from analysis.io import atomic_write_text, write_csv_atomic
 from analysis.plots import plot_criteria_overview, plot_ranking, plot_training_curves
-from analysis.report import render_report
+from analysis.report import render_report, write_html_report
 from analysis.select import Selection, select, write_selection
 from analysis.signal import compute_signal
 from analysis.table import LoadReport
@@ -33,6 +33,16 @@ class SelectionOutput:
     ranking: AggregateResult | None
     out_dir: Path
     figures: dict[str, Path]
+    html: dict[str, Path] = field(default_factory=dict)  # "index" and each language -> its HTML page
+
+
+@dataclass
+class Analysis:
+    """Statistics, decisions and ranking of a score table, computed in memory (nothing written)."""
+
+    signal: pl.DataFrame
+    selection: Selection
+    ranking: AggregateResult | None
 
 
 def selected_metrics(selection: Selection) -> pl.DataFrame:
@@ -49,18 +59,27 @@ def run_selection(
     figures: bool = True,
     progress: Progress | None = None,
 ) -> SelectionOutput:
-    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, figures/ and report.md."""
-    signal = compute_signal(table, config)
-    selection = select(signal, config)
+    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, figures/, report.md and the
+    HTML report (report.html and one report_<language>.html per language)."""
+    result = analyse(table, config)
+    selection, ranking = result.selection, result.ranking
     write_selection(selection, out_dir)
-    ranking = None
-    if selection.kept.height:
-        ranking = aggregate(table, selected_metrics(selection), config.aggregate)
+    if ranking is not None:
         write_ranking(ranking, out_dir)
     figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
     report = render_report(selection, config, load_report, ranking, figure_paths, out_dir)
     atomic_write_text(out_dir / "report.md", report)
-    return SelectionOutput(selection, signal, ranking, out_dir, figure_paths)
+    html = write_html_report(selection, config, load_report, ranking, figure_paths, out_dir)
+    return SelectionOutput(selection, result.signal, ranking, out_dir, figure_paths, html)
+
+
+def analyse(table: pl.DataFrame, config: Config) -> Analysis:
+    """Signal, selection and (when a task is kept) the multilingual ranking: what `run_selection` writes,
+    for callers that only want the numbers (the notebook helpers of `analysis.explore`)."""
+    signal = compute_signal(table, config)
+    selection = select(signal, config)
+    ranking = aggregate(table, selected_metrics(selection), config.aggregate) if selection.kept.height else None
+    return Analysis(signal, selection, ranking)
 
 
 def run_aggregate(

@@ -8,17 +8,26 @@ no timestamp or software version, so the same input gives the same bytes.
 - `plot_training_curves`: score against tokens (or steps) for one task, one panel per metric.
 - `plot_criteria_overview`: monotonicity x SNR scatter and consistency bars for one language.
 - `plot_ranking`: mean rank per run and a heatmap of per-language scores.
+
+The `*_figure` functions return the `Figure` instead of writing it (the notebook helpers of
+`analysis.explore` show them inline; `figure_png` turns one into PNG bytes):
+
+- `training_curves_figure`: what `plot_training_curves` writes, with a choice of seed band.
+- `task_criteria_figure`: every FineTasks criterion of one task, per metric, with CIs and thresholds.
+- `formulation_curves_figure`: the chosen metric of each formulation (CF against MCF) of one benchmark.
+- `run_order_figure`: the rank of each run over training and Kendall's tau between consecutive checkpoints.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 import numpy as np
@@ -33,12 +42,24 @@ from matplotlib.patches import Patch
 from analysis.metrics import metric_info
 
 __all__ = [
+    "BAND_LABELS",
     "DPI",
     "METRIC_ORDER",
+    "Band",
+    "figure_png",
+    "formulation_curves_figure",
     "plot_criteria_overview",
     "plot_ranking",
     "plot_training_curves",
+    "run_order_figure",
+    "seed_curves",
+    "task_criteria_figure",
+    "training_curves_figure",
 ]
+
+Band = Literal["minmax", "sd"]
+# What the shaded band around each run's seed mean shows, as the legends say it.
+BAND_LABELS: dict[str, str] = {"minmax": "seed min..max", "sd": "seed mean ± 1 sd"}
 
 DPI = 110
 # Panels of `plot_training_curves` come in this order; other metrics follow, alphabetically.
@@ -60,6 +81,13 @@ def _new_figure(width: float, height: float) -> Figure:
     fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
+
+
+def figure_png(fig: Figure) -> bytes:
+    """The PNG bytes `_save` would write (no timestamp or version: the same figure gives the same bytes)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI, metadata=_PNG_METADATA, facecolor="white")
+    return buffer.getvalue()
 
 
 def _save(fig: Figure, out_path: Path) -> Path:
@@ -137,10 +165,43 @@ def _token_scale(max_tokens: float) -> tuple[float, str]:
         return 1e9, "tokens seen (B)"
     if max_tokens >= 1e6:
         return 1e6, "tokens seen (M)"
+    if max_tokens >= 1e4:  # tiny demo models: 655,360 tokens would crowd the axis as 600000
+        return 1e3, "tokens seen (K)"
     return 1.0, "tokens seen"
 
 
 # ---------------------------------------------------------------------------------- training curves
+
+
+def seed_curves(
+    rows: pl.DataFrame, by: Sequence[str] = ("metric",), *, band: Band = "minmax", ddof: int = 1
+) -> pl.DataFrame:
+    """Per (*by, run, step), sorted: `mean` score over seeds, the band `lo`..`hi`, `n_seeds`, mean `tokens`.
+
+    The band is the seed minimum..maximum ("minmax") or mean ± one std across seeds ("sd", with `ddof`;
+    0 wide for a single seed). `rows` need run, step and score (null and non-finite scores removed by
+    the caller); without a tokens column, tokens are null.
+    """
+    if band not in BAND_LABELS:
+        raise ValueError(f"band must be one of {sorted(BAND_LABELS)}, got {band!r}")
+    tokens = pl.col("tokens").cast(pl.Float64) if "tokens" in rows.columns else pl.lit(None, dtype=pl.Float64)
+    keys = [*by, "run", "step"]
+    curves = (
+        rows.with_columns(tokens.alias("tokens"))
+        .group_by(keys)
+        .agg(
+            mean=pl.col("score").mean(),
+            lo=pl.col("score").min(),
+            hi=pl.col("score").max(),
+            sd=pl.col("score").std(ddof=ddof).fill_null(0.0),
+            n_seeds=pl.len().cast(pl.Int64),
+            tokens=pl.col("tokens").mean(),
+        )
+        .sort(keys)
+    )
+    if band == "sd":
+        curves = curves.with_columns(lo=pl.col("mean") - pl.col("sd"), hi=pl.col("mean") + pl.col("sd"))
+    return curves.drop("sd")
 
 
 def plot_training_curves(
@@ -152,6 +213,7 @@ def plot_training_curves(
     metrics: Sequence[str] | None = None,
     highlight_metric: str | None = None,
     x: str = "tokens",
+    band: Band = "minmax",
 ) -> Path:
     """Score over training for one `(task, fewshot)`: one panel per metric, one line per run.
 
@@ -160,12 +222,38 @@ def plot_training_curves(
     tokens seen when `x="tokens"` and every plotted row has `tokens`, else the step. Panels follow
     `metrics` when given, else `METRIC_ORDER` and then the other metrics alphabetically; metrics without
     any score are left out. `highlight_metric`'s panel is titled "(selected)" and framed (no panel is
-    marked when it is not plotted). Null and NaN scores are skipped.
+    marked when it is not plotted). Null and NaN scores are skipped. `band="sd"` draws mean ± one
+    standard deviation across seeds instead (see `training_curves_figure`).
 
     Raises ValueError naming the task when nothing is left to plot.
     """
+    fig = training_curves_figure(
+        table, task, fewshot, metrics=metrics, highlight_metric=highlight_metric, x=x, band=band
+    )
+    return _save(fig, out_path)
+
+
+def training_curves_figure(
+    table: pl.DataFrame,
+    task: str,
+    fewshot: int,
+    *,
+    metrics: Sequence[str] | None = None,
+    highlight_metric: str | None = None,
+    x: str = "tokens",
+    band: Band = "minmax",
+    ddof: int = 1,
+) -> Figure:
+    """The figure of `plot_training_curves`, returned instead of written.
+
+    `band` chooses what the shaded band around each run's seed mean shows: "minmax" (lowest to highest
+    seed) or "sd" (mean ± one standard deviation across seeds, with `ddof`, as the SNR's seed std);
+    the legend says which.
+    """
     if x not in ("tokens", "step"):
         raise ValueError(f"x must be 'tokens' or 'step', got {x!r}")
+    if band not in BAND_LABELS:
+        raise ValueError(f"band must be one of {sorted(BAND_LABELS)}, got {band!r}")
     _require_columns(table, ("run", "seed", "step", "task", "fewshot", "metric", "score"), "score table")
     label = f"task {task!r} ({fewshot}-shot)"
     rows = table.filter(
@@ -200,16 +288,7 @@ def plot_training_curves(
         if "random_baseline" in rows.columns
         else pl.lit(None, dtype=pl.Float64)
     )
-    curves = (
-        rows.group_by("metric", "run", "step")
-        .agg(
-            mean=pl.col("score").mean(),
-            lo=pl.col("score").min(),
-            hi=pl.col("score").max(),
-            tokens=pl.col("tokens").cast(pl.Float64).mean(),
-        )
-        .sort("metric", "run", "step")
-    )
+    curves = seed_curves(rows, ("metric",), band=band, ddof=ddof)
     n_seeds = rows.group_by("metric", "run").agg(n=pl.col("seed").n_unique())
     seeds_of = {(m, r): n for m, r, n in n_seeds.iter_rows()}
     baselines = {
@@ -277,12 +356,12 @@ def plot_training_curves(
 
     handles: list[Any] = [Line2D([], [], color=colors[r], lw=1.6, label=r) for r in runs]
     if any_band:
-        handles.append(Patch(color=_GREY, alpha=0.3, label="seed min..max"))
+        handles.append(Patch(color=_GREY, alpha=0.3, label=BAND_LABELS[band]))
     if any(v is not None for v in baselines.values()):
         handles.append(Line2D([], [], color=_GREY, ls="--", lw=1.2, label="random baseline"))
     legend_cols = min(len(handles), max(2, int(4.3 * ncols / 1.7)))
     fig.legend(handles=handles, loc="outside lower center", ncols=legend_cols, fontsize=8)
-    return _save(fig, out_path)
+    return fig
 
 
 # --------------------------------------------------------------------------------- criteria overview
@@ -605,3 +684,212 @@ def plot_ranking(ranking: pl.DataFrame, out_path: Path) -> Path:
         fig.colorbar(image, ax=ax_heat, shrink=0.8, pad=0.02).ax.tick_params(labelsize=7)
     fig.suptitle("Ranking of runs", fontsize=12)
     return _save(fig, out_path)
+
+
+# ------------------------------------------------------------------------------ one task, explored
+
+
+def _x_axis(frame: pl.DataFrame, x: str) -> tuple[str, float, str]:
+    """(column, scale, label) of the x axis: tokens when asked for and known everywhere, else step."""
+    use_tokens = x == "tokens" and "tokens" in frame.columns and frame.get_column("tokens").null_count() == 0
+    if not use_tokens:
+        return "step", 1.0, "step"
+    scale, label = _token_scale(_finite(frame.get_column("tokens").max()) or 0.0)
+    return "tokens", scale, label
+
+
+def _criterion_limits(values: list[float], extra: list[float]) -> tuple[float, float]:
+    known = [v for v in (*values, *extra) if math.isfinite(v)]
+    if not known:
+        return -1.0, 1.0
+    lo, hi = min(known), max(known)
+    pad = 0.08 * (hi - lo) if hi > lo else max(abs(hi) * 0.1, 0.1)
+    return lo - pad, hi + pad
+
+
+def _draw_criterion(ax: Axes, rows: list[dict[str, Any]], metrics: list[str]) -> None:
+    """One criterion: a point per metric with its CI, the threshold, pass/fail colours, ±inf at the edges."""
+    values = [_finite(r.get("value")) for r in rows]
+    bounds = [v for r in rows for k in ("ci_low", "ci_high") if (v := _finite(r.get(k))) is not None]
+    thresholds = {t for r in rows if (t := _finite(r.get("threshold"))) is not None}
+    x_lo, x_hi = _criterion_limits([v for v in values if v is not None], [*bounds, *thresholds])
+    infinite = [raw for r in rows if isinstance(raw := r.get("value"), float) and math.isinf(raw)]
+    if any(v > 0 for v in infinite):  # room for the arrow past every finite value and threshold
+        x_hi += 0.2 * (x_hi - x_lo)
+    if any(v < 0 for v in infinite):
+        x_lo -= 0.2 * (x_hi - x_lo)
+    ax.set_xlim(x_lo, x_hi)
+    ys = {m: i for i, m in enumerate(metrics)}
+    for r, v in zip(rows, values, strict=True):
+        y = ys[r["metric"]]
+        passed = r.get("passed")
+        color = _GREY if passed is None else (_KEPT_COLOR if passed else _DROPPED_COLOR)
+        raw = r.get("value")
+        if v is None and isinstance(raw, float) and math.isinf(raw):  # e.g. infinitely many sigmas (zero std)
+            edge = x_hi if raw > 0 else x_lo
+            ax.scatter([edge], [y], marker=">" if raw > 0 else "<", s=60, color=color, zorder=3, clip_on=False)
+            ax.annotate("∞" if raw > 0 else "-∞", (edge, y), xytext=(-10 if raw > 0 else 10, 5),
+                        textcoords="offset points", ha="center", fontsize=8, color=color)  # fmt: skip
+            continue
+        if v is None:
+            ax.text(x_lo, y, "  not measurable", va="center", fontsize=7, color=_GREY, style="italic")
+            continue
+        low, high = _finite(r.get("ci_low")), _finite(r.get("ci_high"))
+        if low is not None and high is not None:
+            ax.errorbar(v, y, xerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]], color=color, lw=1.2, capsize=3)
+        ax.scatter([v], [y], s=36, color=color, zorder=3)
+    for threshold in sorted(thresholds):
+        ax.axvline(threshold, color=_GREY, ls="--", lw=1)
+    ax.set_yticks(range(len(metrics)), metrics, fontsize=8)
+    for label, metric in zip(ax.get_yticklabels(), metrics, strict=True):
+        if any(r["metric"] == metric and r.get("chosen") for r in rows):
+            label.set_fontweight("bold")
+    ax.set_ylim(len(metrics) - 0.5, -0.5)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
+def task_criteria_figure(criteria: pl.DataFrame, *, title: str) -> Figure:
+    """One panel per FineTasks criterion of one task: each metric's value with its CI and the threshold.
+
+    `criteria` has one row per (criterion, metric) with the columns criterion, label, metric, value,
+    ci_low, ci_high, threshold, passed, required and chosen (`analysis.explore.task_criteria` builds it
+    from the selection's decisions). Green passes, red fails, grey is not measurable or has no threshold;
+    ±inf values are drawn as arrows at the axis edge; the chosen metric's label is bold.
+    """
+    _require_columns(
+        criteria,
+        ("criterion", "label", "metric", "value", "ci_low", "ci_high", "threshold", "passed", "required", "chosen"),
+        "criteria",
+    )
+    if criteria.is_empty():
+        raise ValueError(f"nothing to plot for {title!r}: no criterion rows")
+    names = list(dict.fromkeys(criteria.get_column("criterion").to_list()))
+    metrics = sorted(set(criteria.get_column("metric").to_list()), key=_metric_sort_key)
+    ncols = min(len(names), 3)
+    nrows = math.ceil(len(names) / ncols)
+    fig = _new_figure(4.2 * ncols, (0.35 * len(metrics) + 1.4) * nrows + 0.6)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= len(names):
+            ax.set_visible(False)
+            continue
+        rows = criteria.filter(pl.col("criterion") == names[i]).to_dicts()
+        _draw_criterion(ax, rows, metrics)
+        required = bool(rows[0].get("required"))
+        ax.set_title(f"{rows[0]['label']}" + ("" if required else " (not required)"), fontsize=9)
+    handles: list[Any] = [
+        Line2D([], [], ls="", marker="o", color=_KEPT_COLOR, label="passes"),
+        Line2D([], [], ls="", marker="o", color=_DROPPED_COLOR, label="fails"),
+        Line2D([], [], ls="", marker="o", color=_GREY, label="no threshold / not measurable"),
+        Line2D([], [], color=_GREY, ls="--", lw=1, label="threshold"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=8)
+    fig.suptitle(title + " — bold: chosen metric; bars: 95% CI", fontsize=10)
+    return fig
+
+
+def formulation_curves_figure(curves: pl.DataFrame, *, title: str, band: Band = "minmax", x: str = "tokens") -> Figure:
+    """CF against MCF (or any formulations) of one benchmark and language: one panel per run.
+
+    `curves` is `seed_curves` output grouped by `series` (a legend label per formulation, e.g. its task,
+    metric and verdict) with a `baseline` column; each series is one colour with its seed band, and its
+    random baseline a dotted line of the same colour.
+    """
+    _require_columns(curves, ("series", "run", "step", "mean", "lo", "hi", "n_seeds", "baseline"), "curves")
+    if curves.is_empty():
+        raise ValueError(f"nothing to plot for {title!r}: no curve")
+    series = list(dict.fromkeys(curves.get_column("series").to_list()))
+    runs = sorted(set(curves.get_column("run").to_list()))
+    palette = matplotlib.colormaps["tab10"]
+    colors = {name: palette(i % palette.N) for i, name in enumerate(series)}
+    column, scale, xlabel = _x_axis(curves, x)
+    ncols = min(len(runs), 3)
+    nrows = math.ceil(len(runs) / ncols)
+    fig = _new_figure(4.6 * ncols, 3.4 * nrows + 0.4 + 0.22 * len(series))
+    axes = fig.subplots(nrows, ncols, squeeze=False, sharey=True)
+    any_band = False
+    for i, ax in enumerate(axes.flat):
+        if i >= len(runs):
+            ax.set_visible(False)
+            continue
+        for name in series:
+            c = curves.filter((pl.col("run") == runs[i]) & (pl.col("series") == name))
+            if c.is_empty():
+                continue
+            xs = c.get_column(column).cast(pl.Float64).to_numpy() / scale
+            ax.plot(xs, c.get_column("mean").to_numpy(), color=colors[name], lw=1.6, marker="o", ms=2.5)
+            if int(c.get_column("n_seeds").to_numpy().max()) > 1:
+                any_band = True
+                ax.fill_between(xs, c.get_column("lo").to_numpy(), c.get_column("hi").to_numpy(),
+                                color=colors[name], alpha=0.2, lw=0)  # fmt: skip
+            baseline = _finite(c.get_column("baseline").drop_nulls().mean())
+            if baseline is not None:
+                ax.axhline(baseline, color=colors[name], ls=":", lw=1.2)
+        ax.set_title(f"run {runs[i]}", fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("score")
+    handles: list[Any] = [Line2D([], [], color=colors[n], lw=1.6, label=n) for n in series]
+    if any_band:
+        handles.append(Patch(color=_GREY, alpha=0.3, label=BAND_LABELS[band]))
+    handles.append(Line2D([], [], color=_GREY, ls=":", lw=1.2, label="random baseline"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=1, fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def run_order_figure(
+    ranks: pl.DataFrame,
+    taus: pl.DataFrame,
+    *,
+    title: str,
+    x: str = "tokens",
+    window_start: float | None = None,
+) -> Figure:
+    """How the runs are ordered over training: each run's rank per checkpoint (1 = best) on the left,
+    Kendall's tau between consecutive checkpoints on the right.
+
+    `ranks` has run, step, tokens, rank; `taus` has step, tokens (of the later checkpoint of each pair)
+    and tau (null when undefined, e.g. all runs tied). `window_start` (in the x column's units, before
+    scaling) shades the checkpoints that the consistency criterion averages.
+    """
+    _require_columns(ranks, ("run", "step", "tokens", "rank"), "ranks")
+    _require_columns(taus, ("step", "tokens", "tau"), "taus")
+    if ranks.is_empty():
+        raise ValueError(f"nothing to plot for {title!r}: no ranked checkpoint")
+    column, scale, xlabel = _x_axis(ranks, x)
+    runs = sorted(set(ranks.get_column("run").to_list()))
+    colors = _run_colors(runs)
+    fig = _new_figure(11.0, 3.8)
+    left, right = fig.subplots(1, 2)
+    for run in runs:
+        r = ranks.filter(pl.col("run") == run).sort("step")
+        xs = r.get_column(column).cast(pl.Float64).to_numpy() / scale
+        left.plot(xs, r.get_column("rank").to_numpy(), color=colors[run], lw=1.6, marker="o", ms=3, label=run)
+    left.set_ylim(len(runs) + 0.5, 0.5)
+    left.set_yticks(range(1, len(runs) + 1))
+    left.set_ylabel("rank of the run (1 = best)")
+    left.set_title("rank per checkpoint (seed means)", fontsize=10)
+    left.legend(fontsize=7, loc="best")
+    defined = taus.filter(pl.col("tau").is_not_null())
+    undefined = taus.filter(pl.col("tau").is_null())
+    right.scatter(defined.get_column(column).cast(pl.Float64).to_numpy() / scale, defined.get_column("tau").to_numpy(),
+                  color="#1f77b4", s=22, zorder=3, label="τ")  # fmt: skip
+    if undefined.height:  # all runs tied at one checkpoint: tau is undefined, drawn on the zero line
+        xs = undefined.get_column(column).cast(pl.Float64).to_numpy() / scale
+        right.scatter(xs, np.zeros(len(xs)), marker="x", color=_GREY, s=28, zorder=3, label="undefined (ties)")
+    right.axhline(0.0, color="black", lw=0.8)
+    right.set_ylim(-1.1, 1.1)
+    right.set_ylabel("Kendall τ with the previous checkpoint")
+    right.set_title("ordering stability between consecutive checkpoints", fontsize=10)
+    if window_start is not None:
+        x_max = _finite(ranks.get_column(column).cast(pl.Float64).max()) or 0.0
+        if window_start <= x_max:
+            right.axvspan(window_start / scale, x_max / scale, color=_KEPT_COLOR, alpha=0.08, lw=0,
+                          label="consistency window")  # fmt: skip
+    right.legend(fontsize=7, loc="lower right")
+    for ax in (left, right):
+        ax.set_xlabel(xlabel)
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title, fontsize=11)
+    return fig

@@ -1,20 +1,30 @@
-"""The selection report (Markdown): what was kept and dropped per language, why, and how sure we are."""
+"""The selection report: what was kept and dropped per language, why, and how sure we are.
+
+`render_report` writes it as Markdown (report.md); `render_html_report` as static HTML pages (report.html
+and one report_<language>.html per language: inline CSS, no script, no network asset, every text
+escaped), which `write_html_report` writes atomically. Both show the same numbers, from the same rows.
+"""
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import polars as pl
 
 from analysis.aggregate import AggregateResult
 from analysis.config import Config
+from analysis.io import atomic_write_text
 from analysis.select import Selection
 from analysis.table import LoadReport
 
 
-def _num(value: object, digits: int = 2) -> str:
+def format_number(value: object, digits: int = 2) -> str:
+    """A statistic as the reports show it: "n/a" for null/NaN, "inf", yes/no, fixed digits."""
     if value is None:
         return "n/a"
     if isinstance(value, bool):
@@ -30,11 +40,12 @@ def _num(value: object, digits: int = 2) -> str:
     return str(value)
 
 
-def _ci(row: dict, name: str, digits: int = 2) -> str:
+def format_ci(row: dict, name: str, digits: int = 2) -> str:
+    """`row[name]` with its `[low, high]` interval when the row has `<name>_ci_low/high`."""
     value, low, high = row.get(name), row.get(f"{name}_ci_low"), row.get(f"{name}_ci_high")
-    text = _num(value, digits)
+    text = format_number(value, digits)
     if value is not None and low is not None and high is not None:
-        text += f" [{_num(low, digits)}, {_num(high, digits)}]"
+        text += f" [{format_number(low, digits)}, {format_number(high, digits)}]"
     return text
 
 
@@ -46,70 +57,84 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 def _thresholds(config: Config) -> str:
     rows = [
-        [section, key, _num(value) if isinstance(value, float) else str(value)]
+        [section, key, format_number(value) if isinstance(value, float) else str(value)]
         for section, values in config.as_dict().items()
         for key, value in values.items()
     ]
     return _table(["section", "parameter", "value"], rows)
 
 
-def _kept_table(kept: pl.DataFrame) -> str:
-    rows = [
-        [
-            f"`{r['task']}`",
-            str(r["fewshot"]),
-            r["metric"],
-            r["category"],
-            _ci(r, "monotonicity"),
-            _ci(r, "snr", 1) + (f" ({r['snr_kind']})" if r.get("snr_kind") else ""),
-            _num(r["non_random_sigmas"], 1),
-            _ci(r, "consistency"),
-            _num(r["decision_accuracy"]),
-            _num(r["margin"]),
-        ]
-        for r in kept.sort(["category", "task"]).iter_rows(named=True)
+KEPT_HEADER = ("task", "shots", "metric", "cat.", "monotonicity [95% CI]", "SNR [CI]", "sigmas",
+               "consistency [CI]", "decision acc.", "margin")  # fmt: skip
+DROPPED_HEADER = ("task", "best metric", "cat.", "reason")
+
+
+def _kept_cells(r: dict) -> list[str]:
+    return [
+        r["task"],
+        str(r["fewshot"]),
+        r["metric"],
+        r["category"],
+        format_ci(r, "monotonicity"),
+        format_ci(r, "snr", 1) + (f" ({r['snr_kind']})" if r.get("snr_kind") else ""),
+        format_number(r["non_random_sigmas"], 1),
+        format_ci(r, "consistency"),
+        format_number(r["decision_accuracy"]),
+        format_number(r["margin"]),
     ]
-    header = ["task", "shots", "metric", "cat.", "monotonicity [95% CI]", "SNR [CI]", "sigmas", "consistency [CI]",
-              "decision acc.", "margin"]  # fmt: skip
-    return _table(header, rows)
+
+
+def _dropped_cells(r: dict) -> list[str]:
+    return [r["task"], r["metric"], r["category"], r["reason"]]
+
+
+def _by_category(rows: pl.DataFrame) -> list[dict]:
+    return list(rows.sort(["category", "task"]).iter_rows(named=True))
+
+
+def _code_first(cells: list[str]) -> list[str]:
+    return [f"`{cells[0]}`", *cells[1:]]
+
+
+def _kept_table(kept: pl.DataFrame) -> str:
+    return _table(KEPT_HEADER, [_code_first(_kept_cells(r)) for r in _by_category(kept)])
 
 
 def _dropped_table(dropped: pl.DataFrame) -> str:
-    rows = [
-        [f"`{r['task']}`", r["metric"], r["category"], r["reason"]]
-        for r in dropped.sort(["category", "task"]).iter_rows(named=True)
-    ]
-    return _table(["task", "best metric", "cat.", "reason"], rows)
+    return _table(DROPPED_HEADER, [_code_first(_dropped_cells(r)) for r in _by_category(dropped)])
 
 
-def _ranking_section(result: AggregateResult) -> list[str]:
-    ranking = result.ranking
+RANKING_TEXT = (
+    "Scores rescaled to the random baseline ((s - b) / (1 - b), clipped at 0), averaged per category, "
+    "then over categories per language; runs ranked per language and the ranks averaged "
+    "(FineTasks). Borda and HELM mean win rate are shown as alternatives."
+)
+
+
+def _ranking_rows(ranking: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
     score_cols = [c for c in ranking.columns if c.startswith("score_")]
-    header = [
-        "run",
-        *[c.removeprefix("score_") for c in score_cols],
-        "mean rank",
-        "Borda",
-        "win rate",
-        "missing",
-    ]
+    header = ["run", *[c.removeprefix("score_") for c in score_cols], "mean rank", "Borda", "win rate", "missing"]
     rows = [
         [
-            f"`{r['run']}`",
-            *[_num(r[c], 3) for c in score_cols],
-            _num(r["mean_rank"]),
-            _num(r["borda"], 1),
-            _num(r["mean_win_rate"]),
+            r["run"],
+            *[format_number(r[c], 3) for c in score_cols],
+            format_number(r["mean_rank"]),
+            format_number(r["borda"], 1),
+            format_number(r["mean_win_rate"]),
             r["missing_languages"] or "",
         ]
         for r in ranking.iter_rows(named=True)
     ]
+    return header, rows
+
+
+def _ranking_section(result: AggregateResult) -> list[str]:
+    header, rows = _ranking_rows(result.ranking)
+    rows = [_code_first(row) for row in rows]
     lines = [
         "## Multilingual ranking",
         "",
-        "Scores rescaled to the random baseline ((s - b) / (1 - b), clipped at 0), averaged per category, "
-        "then over categories per language; runs ranked per language and the ranks averaged "
-        "(FineTasks). Borda and HELM mean win rate are shown as alternatives.",
+        RANKING_TEXT,
         "",
         _table(header, rows),
         "",
@@ -117,6 +142,33 @@ def _ranking_section(result: AggregateResult) -> list[str]:
     if result.notes:
         lines += ["Notes:", "", *[f"- {note}" for note in result.notes], ""]
     return lines
+
+
+def _method_text(config: Config) -> str:
+    return (
+        "Statistics are defined in `docs/statistics.md`. A task is kept when its best metric passes every "
+        f"required criterion ({', '.join(config.selection.require)}); a criterion that cannot be measured "
+        "fails it. Margins are normalised (0 at the threshold, 1 = comfortably past it) and the weakest "
+        "criterion sets a metric's margin. Intervals are 95% percentile bootstrap intervals "
+        "(monotonicity over series, SNR over checkpoints, consistency over checkpoint pairs)."
+    )
+
+
+SUMMARY_HEADER = ("language", "kept/tasks", "kept per category", "coverage gaps")
+
+
+def _summary_rows(selection: Selection, config: Config, languages: list[str]) -> list[list[str]]:
+    chosen = selection.decisions.filter(pl.col("chosen"))
+    out = []
+    for language in languages:
+        rows = chosen.filter(pl.col("language") == language)
+        kept = rows.filter(pl.col("kept"))
+        counts = ", ".join(f"{c} {kept.filter(pl.col('category') == c).height}" for c in config.selection.categories)
+        flags = [f for f in selection.coverage if f.language == language]
+        out.append(
+            [language, f"{kept.height}/{rows.height}", counts, "; ".join(f"{f.suite}: no {f.category}" for f in flags)]
+        )
+    return out
 
 
 def render_report(
@@ -144,30 +196,13 @@ def render_report(
         f"{chosen.height} tasks, {decisions.height} (task, metric) candidates, {len(languages)} languages; "
         f"{selection.kept.height} tasks kept.",
         "",
-        "Statistics are defined in `docs/statistics.md`. A task is kept when its best metric passes every "
-        f"required criterion ({', '.join(config.selection.require)}); a criterion that cannot be measured "
-        "fails it. Margins are normalised (0 at the threshold, 1 = comfortably past it) and the weakest "
-        "criterion sets a metric's margin. Intervals are 95% percentile bootstrap intervals "
-        "(monotonicity over series, SNR over checkpoints, consistency over checkpoint pairs).",
+        _method_text(config),
         "",
         "## Summary",
         "",
     ]
-    summary_rows = []
-    for language in languages:
-        rows = chosen.filter(pl.col("language") == language)
-        kept = rows.filter(pl.col("kept"))
-        counts = ", ".join(f"{c} {kept.filter(pl.col('category') == c).height}" for c in config.selection.categories)
-        flags = [f for f in selection.coverage if f.language == language]
-        summary_rows.append(
-            [
-                language,
-                f"{kept.height}/{rows.height}",
-                counts,
-                "; ".join(f"{f.suite}: no {f.category}" for f in flags),
-            ]
-        )
-    lines += [_table(["language", "kept/tasks", "kept per category", "coverage gaps"], summary_rows), ""]
+    summary_rows = _summary_rows(selection, config, languages)
+    lines += [_table(SUMMARY_HEADER, summary_rows), ""]
     if aggregate is not None:
         lines += _ranking_section(aggregate) + link("ranking", "final ranking")
     for language in languages:
@@ -194,3 +229,277 @@ def render_report(
     if load_report.notes:
         lines += ["## Input notes", "", *[f"- {note}" for note in load_report.notes], ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- HTML
+
+HTML_TITLE = "finetasks-afr selection report"
+INDEX_PAGE = "report.html"
+
+_CSS = """
+body { font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; margin: 0; color: #1b1b1b; background: #fff; }
+header { background: #1f3a5f; color: #fff; padding: 18px 32px; }
+header h1 { margin: 0; font-size: 28px; }
+header p { margin: 6px 0 0; font-size: 15px; color: #d7e3f4; }
+main { padding: 8px 32px 32px; max-width: 1400px; }
+nav { margin: 12px 0; font-size: 14px; }
+nav a { margin-right: 12px; }
+h2 { border-bottom: 2px solid #1f3a5f; padding-bottom: 4px; margin-top: 28px; font-size: 20px; }
+table { border-collapse: collapse; margin: 10px 0; font-size: 13px; }
+th, td { border: 1px solid #c8ccd2; padding: 4px 8px; text-align: left; vertical-align: top; }
+th { background: #e8edf3; }
+tr.kept td:first-child { border-left: 5px solid #2ca02c; }
+tr.dropped td:first-child { border-left: 5px solid #d62728; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+code { font-family: "DejaVu Sans Mono", monospace; font-size: 12px; }
+figure { margin: 12px 0; }
+figure img { max-width: 100%; border: 1px solid #dde1e6; }
+figcaption { font-size: 13px; color: #444; }
+.note { color: #444; font-size: 14px; max-width: 1000px; }
+"""
+
+
+_NUM_CELL = '<td class="num">'
+
+
+class _Raw(str):
+    """HTML that is already escaped (links, code spans); every other cell text is escaped."""
+
+
+def _esc(text: object) -> str:
+    return text if isinstance(text, _Raw) else html.escape(str(text), quote=True)
+
+
+def _code(text: str) -> _Raw:
+    return _Raw(f"<code>{_esc(text)}</code>")
+
+
+def _link(href: str, text: str) -> _Raw:
+    return _Raw(f'<a href="{_esc(quote(href))}">{_esc(text)}</a>')
+
+
+def html_page_name(language: str) -> str:
+    """The file name of a language's page, e.g. `report_yor.html` (characters unsafe in names become _)."""
+    return f"report_{re.sub(r'[^A-Za-z0-9_.-]', '_', language)}.html"
+
+
+def _html_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    table_id: str | None = None,
+    row_classes: Sequence[str] | None = None,
+    numeric: Sequence[int] = (),
+) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    body = []
+    for i, row in enumerate(rows):
+        cls = f' class="{_esc(row_classes[i])}"' if row_classes else ""
+        cells = "".join((_NUM_CELL if j in numeric else "<td>") + _esc(cell) + "</td>" for j, cell in enumerate(row))
+        body.append(f"<tr{cls}>{cells}</tr>")
+    ident = f' id="{_esc(table_id)}"' if table_id else ""
+    return f"<table{ident}><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(body) + "\n</tbody></table>"
+
+
+def _figure(figures: dict[str, Path], key: str, out_dir: Path, caption: str) -> str:
+    path = figures.get(key)
+    if path is None:
+        return ""
+    src = quote(path.relative_to(out_dir).as_posix())
+    return f'<figure><img src="{_esc(src)}" alt="{_esc(caption)}"><figcaption>{_esc(caption)}</figcaption></figure>'
+
+
+def _html_page(title: str, subtitle: str, body: list[str]) -> str:
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{_esc(title)}</title>",
+            f"<style>{_CSS}</style>",
+            "</head>",
+            "<body>",
+            f"<header><h1>{_esc(HTML_TITLE)}</h1><p>{_esc(subtitle)}</p></header>",
+            "<main>",
+            *body,
+            "</main>",
+            "</body>",
+            "</html>",
+            "",
+        ]
+    )
+
+
+def _html_ranking(result: AggregateResult, figures: dict[str, Path], out_dir: Path, *, figure: bool) -> list[str]:
+    header, rows = _ranking_rows(result.ranking)
+    numeric = range(1, len(header) - 1)
+    parts = [
+        '<h2 id="ranking-section">Multilingual ranking</h2>',
+        f'<p class="note">{_esc(RANKING_TEXT)}</p>',
+        _html_table(header, [[_code(r[0]), *r[1:]] for r in rows], table_id="ranking", numeric=numeric),
+        _figure(figures, "ranking", out_dir, "final ranking: mean rank per run and score per language")
+        if figure
+        else "",
+    ]
+    if result.notes:
+        parts += ["<p>Notes:</p><ul>", *[f"<li>{_esc(note)}</li>" for note in result.notes], "</ul>"]
+    return parts
+
+
+def _html_language_runs(result: AggregateResult, language: str) -> list[str]:
+    scores = result.language_scores.filter(pl.col("language") == language).sort("rank", "run")
+    if scores.is_empty():
+        return [f"<p>No run has a score in {_esc(language)} (no kept task, or runs missing some of them).</p>"]
+    rows = [
+        [_code(r["run"]), format_number(r["score"], 3), format_number(r["rank"], 1)]
+        for r in scores.iter_rows(named=True)
+    ]
+    return [
+        _html_table(["run", f"score ({language})", "rank (1 = best)"], rows, table_id="language-runs", numeric=(1, 2))
+    ]
+
+
+def _html_index(
+    selection: Selection,
+    config: Config,
+    load_report: LoadReport,
+    aggregate: AggregateResult | None,
+    figures: dict[str, Path],
+    out_dir: Path,
+    languages: list[str],
+) -> str:
+    decisions = selection.decisions
+    chosen = decisions.filter(pl.col("chosen"))
+    summary = [[_link(html_page_name(row[0]), row[0]), *row[1:]] for row in _summary_rows(selection, config, languages)]
+    body = [
+        f"<p>Source: {_esc(load_report.summary())}</p>",
+        f"<p>{chosen.height} tasks, {decisions.height} (task, metric) candidates, {len(languages)} languages; "
+        f"<strong>{selection.kept.height} tasks kept</strong>.</p>",
+        f'<p class="note">{_esc(_method_text(config))}</p>',
+        "<h2>Languages</h2>",
+        "<p>Each language has its own page: kept and dropped tasks with their reason and margin, criteria "
+        "and training-curve figures.</p>",
+        _html_table(SUMMARY_HEADER, summary, table_id="summary"),
+    ]
+    if aggregate is not None:
+        body += _html_ranking(aggregate, figures, out_dir, figure=True)
+    params = [
+        [section, key, format_number(value) if isinstance(value, float) else str(value)]
+        for section, values in config.as_dict().items()
+        for key, value in values.items()
+    ]
+    body += ["<h2>Parameters used</h2>", _html_table(["section", "parameter", "value"], params, table_id="parameters")]
+    if load_report.notes:
+        body += ["<h2>Input notes</h2>", "<ul>", *[f"<li>{_esc(note)}</li>" for note in load_report.notes], "</ul>"]
+    return _html_page(
+        HTML_TITLE, f"{selection.kept.height} of {chosen.height} tasks kept in {len(languages)} languages", body
+    )
+
+
+def _html_language(
+    selection: Selection,
+    aggregate: AggregateResult | None,
+    figures: dict[str, Path],
+    out_dir: Path,
+    language: str,
+    languages: list[str],
+) -> str:
+    rows = selection.decisions.filter(pl.col("chosen") & (pl.col("language") == language))
+    kept, dropped = rows.filter(pl.col("kept")), rows.filter(~pl.col("kept"))
+    others = [_link(html_page_name(other), other) for other in languages if other != language]
+    body = [
+        "<nav>" + _link(INDEX_PAGE, "← all languages") + "".join(f" {link}" for link in others) + "</nav>",
+        f"<p><strong>{kept.height} of {rows.height} tasks kept</strong> in {_esc(language)}.</p>",
+        _figure(figures, f"criteria_{language}", out_dir, f"criteria overview {language}"),
+        "<h2>Kept tasks</h2>",
+    ]
+    if kept.height:
+        kept_rows = [[_code(r["task"]), *_kept_cells(r)[1:], r["reason"]] for r in _by_category(kept)]
+        body.append(
+            _html_table(
+                [*KEPT_HEADER, "reason"],
+                kept_rows,
+                table_id="kept",
+                row_classes=["kept"] * kept.height,
+                numeric=range(4, 10),
+            )
+        )
+    else:
+        body.append('<p id="kept">No task passed the criteria.</p>')
+    body.append("<h2>Dropped tasks</h2>")
+    if dropped.height:
+        dropped_rows = [
+            [_code(r["task"]), r["metric"], r["category"], format_number(r["margin"]), r["reason"]]
+            for r in _by_category(dropped)
+        ]
+        header = ["task", "best metric", "cat.", "margin", "reason"]
+        body.append(
+            _html_table(
+                header, dropped_rows, table_id="dropped", row_classes=["dropped"] * dropped.height, numeric=(3,)
+            )
+        )
+    else:
+        body.append('<p id="dropped">No task was dropped.</p>')
+    flags = [f for f in selection.coverage if f.language == language]
+    if flags:
+        body += ["<h2>Coverage</h2>", "<ul>", *[f"<li>{_esc(f.describe())}</li>" for f in flags], "</ul>"]
+    if aggregate is not None:
+        body += [f"<h2>Runs in {_esc(language)}</h2>", *_html_language_runs(aggregate, language)]
+        body += _html_ranking(aggregate, figures, out_dir, figure=False)
+    curves = [
+        _figure(
+            figures,
+            f"curves_{r['task']}",
+            out_dir,
+            f"{r['task']}: {'kept' if r['kept'] else 'dropped'} ({r['metric']}, {r['fewshot']}-shot)",
+        )
+        for r in rows.sort(["kept", "task"], descending=[True, False]).iter_rows(named=True)
+    ]
+    if any(curves):
+        body += ["<h2>Training curves</h2>", *[c for c in curves if c]]
+    return _html_page(f"{HTML_TITLE} — {language}", f"language {language}", body)
+
+
+def render_html_report(
+    selection: Selection,
+    config: Config,
+    load_report: LoadReport,
+    aggregate: AggregateResult | None,
+    figures: dict[str, Path],
+    out_dir: Path,
+) -> dict[str, str]:
+    """{file name: HTML} for `out_dir`: `report.html` (summary, ranking, parameters, links) and one
+    `report_<language>.html` per language; figure links are relative to `out_dir`.
+
+    Raises ValueError when two languages would share a page name (codes differing only in odd characters).
+    """
+    languages = sorted(selection.decisions.get_column("language").unique().to_list())
+    names = {language: html_page_name(language) for language in languages}
+    if len(set(names.values())) != len(names) or INDEX_PAGE in names.values():
+        raise ValueError(f"language codes {languages} do not give distinct page names: {names}")
+    pages = {INDEX_PAGE: _html_index(selection, config, load_report, aggregate, figures, out_dir, languages)}
+    for language in languages:
+        pages[names[language]] = _html_language(selection, aggregate, figures, out_dir, language, languages)
+    return pages
+
+
+def write_html_report(
+    selection: Selection,
+    config: Config,
+    load_report: LoadReport,
+    aggregate: AggregateResult | None,
+    figures: dict[str, Path],
+    out_dir: Path,
+) -> dict[str, Path]:
+    """Write the HTML report into `out_dir` atomically, language pages first and the index last.
+
+    Returns {"index": report.html, <language>: its page}.
+    """
+    pages = render_html_report(selection, config, load_report, aggregate, figures, out_dir)
+    languages = sorted(selection.decisions.get_column("language").unique().to_list())
+    written = {language: atomic_write_text(Path(out_dir) / html_page_name(language), pages[html_page_name(language)])
+               for language in languages}  # fmt: skip
+    written["index"] = atomic_write_text(Path(out_dir) / INDEX_PAGE, pages[INDEX_PAGE])
+    return written

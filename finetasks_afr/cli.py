@@ -50,6 +50,18 @@ def _mount_sweep_commands() -> None:
     register(app)
 
 
+def _mount_report_command() -> None:
+    from finetasks_afr.report_cli import report_command
+
+    app.command("report")(report_command)
+
+
+def _mount_longppl_commands() -> None:
+    from finetasks_afr.longppl_cli import app as longppl_app
+
+    app.add_typer(longppl_app, name="longppl", help="Cross-lingual LongPPL: prepare key paragraphs.")
+
+
 ScoresArg = Annotated[
     Path | None,
     typer.Argument(help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory. "
@@ -102,7 +114,7 @@ def select_command(
     skip_unknown: SkipOpt = False,
     figures: Annotated[bool, typer.Option(help="Write figures (matplotlib).")] = True,
 ) -> None:
-    """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md, figures/."""
+    """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md/.html, figures/."""
     from analysis.pipeline import run_selection
 
     cfg = _config(config)
@@ -120,7 +132,8 @@ def select_command(
     for flag in output.selection.coverage:
         console.print(f"[yellow]coverage:[/] {flag.describe()}")
     console.print(
-        f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md" + (", figures/" if figures else "")
+        f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md, {out}/report.html"
+        + (", figures/" if figures else "")
     )
 
 
@@ -209,6 +222,8 @@ def demo_command(
 
 _mount_data_commands()
 _mount_sweep_commands()
+_mount_report_command()
+_mount_longppl_commands()
 
 if __name__ == "__main__":
     app()

@@ -1,0 +1,68 @@
+"""`finetasks-afr report`: the selection report (Markdown and HTML) of a score table, in one command.
+
+`report_command` is a plain typer command function; finetasks_afr/cli.py mounts it with
+`app.command("report")(report_command)`. It runs the same pipeline as `select` (statistics, selection,
+ranking, figures) and says where the HTML pages are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from analysis.config import ConfigError, load_config
+from analysis.table import ScoreTableError, read_scores
+
+BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "demo_sweep.parquet"
+"""The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
+
+console = Console(stderr=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    console.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(code=2)
+
+
+def report_command(
+    scores: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory. "
+            "Default: the bundled demo sweep."
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("out/report"),
+    config: Annotated[
+        Path | None, typer.Option("--config", help="TOML file overriding analysis/default_config.toml.")
+    ] = None,
+    task_info: Annotated[
+        Path | None, typer.Option("--task-info", help="CSV of task metadata for lm-evaluation-harness tasks.")
+    ] = None,
+    tokens_per_step: Annotated[
+        int | None, typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has none).")
+    ] = None,
+    figures: Annotated[bool, typer.Option(help="Draw the figures the pages show (matplotlib).")] = True,
+) -> None:
+    """Write the selection report of SCORES into DIR: report.html (+ one page per language), report.md,
+    figures/, and the selection's decisions.csv, suites/ and ranking.csv."""
+    from analysis.pipeline import run_selection
+
+    if scores is None and not BUNDLED_SWEEP.is_file():
+        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
+    path = scores or BUNDLED_SWEEP
+    try:
+        cfg = load_config(config)
+        table, load_report = read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step)
+    except (ConfigError, ScoreTableError) as error:
+        raise _fail(str(error)) from error
+    console.print(f"[green]loaded[/] {load_report.summary()}")
+    with console.status("statistics, selection, ranking, figures, report"):
+        output = run_selection(table, load_report, cfg, out, figures=figures)
+    kept, chosen = output.selection.kept.height, output.selection.decisions.filter("chosen").height
+    console.print(f"{kept} of {chosen} tasks kept")
+    pages = ", ".join(p.name for key, p in sorted(output.html.items()) if key != "index")
+    console.print(f"[green]wrote[/] {out / 'report.html'} (language pages: {pages}), {out / 'report.md'}")
