@@ -50,6 +50,12 @@ def _mount_sweep_commands() -> None:
     register(app)
 
 
+def _mount_recommend_command() -> None:
+    from finetasks_afr.recommend_cli import recommend_command
+
+    app.command("recommend", help="Rank models for a language by pseudo-perplexity / bits per byte.")(recommend_command)
+
+
 def _mount_report_command() -> None:
     from finetasks_afr.report_cli import report_command
 
@@ -222,6 +228,7 @@ def demo_command(
 
 _mount_data_commands()
 _mount_sweep_commands()
+_mount_recommend_command()
 _mount_report_command()
 _mount_longppl_commands()
 

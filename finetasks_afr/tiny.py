@@ -140,3 +140,145 @@ def make_tiny_causal_lm(
     tokenizer.save_pretrained(out_dir)
     model.save_pretrained(out_dir)
     return out_dir
+
+
+MASK = "<mask>"
+MASKED_SPECIAL_TOKENS = [PAD, BOS, EOS, MASK]  # ids 0, 1, 2, 3
+
+
+def train_masked_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
+    """A byte-level BPE `tokenizers.Tokenizer` for a BERT-style masked LM: `<s> text </s>`, with a `<mask>` token
+    (RoBERTa's conventions: `<s>` is the classifier token, `</s>` the separator)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=MASKED_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(list(corpus), trainer=trainer)
+    bos_id, eos_id = tokenizer.token_to_id(BOS), tokenizer.token_to_id(EOS)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{BOS} $A {EOS}", pair=f"{BOS} $A {EOS} $B {EOS}", special_tokens=[(BOS, bos_id), (EOS, eos_id)]
+    )
+    return tokenizer
+
+
+def _mlm_batches(
+    token_ids: list[int], *, seq_len: int, batch_size: int, steps: int, seed: int, special: tuple[int, int, int]
+):
+    """(input_ids, labels) batches of `<s> chunk </s>` with 15% of the chunk masked (80% `<mask>`, 10% random
+    token, 10% unchanged, as BERT); labels are -100 everywhere else."""
+    import torch
+
+    bos_id, eos_id, mask_id = special
+    generator = torch.Generator().manual_seed(seed)
+    for chunk in _training_batches(token_ids, seq_len - 2, batch_size, steps, seed):
+        labels = chunk.clone()
+        chosen = torch.rand(chunk.shape, generator=generator) < 0.15
+        chosen[:, 0] |= ~chosen.any(dim=1)  # at least one prediction per row
+        labels[~chosen] = -100
+        inputs = chunk.clone()
+        roll = torch.rand(chunk.shape, generator=generator)
+        inputs[chosen & (roll < 0.8)] = mask_id
+        random_tokens = torch.randint(mask_id + 1, int(chunk.max()) + 1, chunk.shape, generator=generator)
+        swap = chosen & (roll >= 0.8) & (roll < 0.9)
+        inputs[swap] = random_tokens[swap]
+        column = torch.full((chunk.shape[0], 1), -100, dtype=torch.long)
+        yield (
+            torch.cat([torch.full_like(column, bos_id), inputs, torch.full_like(column, eos_id)], dim=1),
+            torch.cat([column, labels, column], dim=1),
+        )
+
+
+def make_tiny_masked_lm(
+    out_dir: Path,
+    corpus: Sequence[str],
+    *,
+    vocab_size: int = 512,
+    hidden_size: int = 64,
+    layers: int = 2,
+    heads: int = 2,
+    max_position_embeddings: int = 128,
+    seed: int = 0,
+    train_steps: int = 0,
+    train_seq_len: int = 64,
+    train_batch_size: int = 16,
+    learning_rate: float = 3e-3,
+    tokenizer_corpus: Sequence[str] | None = None,
+) -> Path:
+    """Build (and optionally train with masked-LM steps) a tiny `BertForMaskedLM` with its own byte-level BPE
+    tokenizer (`<s> ... </s>`, `<mask>`), saved with `save_pretrained` into `out_dir`.
+
+    The counterpart of `make_tiny_causal_lm` for pseudo-perplexity tests: the directory loads with `AutoTokenizer`
+    / `AutoModelForMaskedLM`, nothing touches the network, and the same arguments give the same weights.
+    `train_steps > 0` runs BERT-style masking (15%; 80/10/10) on chunks of the concatenated corpus.
+    `tokenizer_corpus` (default: `corpus`) trains the tokenizer: give two models the same one to share a
+    vocabulary (pseudo-perplexities of models with different tokenizers are not comparable).
+    """
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
+
+    if not corpus:
+        raise ValueError("corpus must hold at least one text")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    backend = train_masked_byte_level_bpe(corpus if tokenizer_corpus is None else tokenizer_corpus, vocab_size)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=BOS,
+        eos_token=EOS,
+        cls_token=BOS,
+        sep_token=EOS,
+        pad_token=PAD,
+        mask_token=MASK,
+        model_max_length=max_position_embeddings,
+        clean_up_tokenization_spaces=False,
+    )
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 4,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        max_position_embeddings=max_position_embeddings,
+        type_vocab_size=1,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    torch.manual_seed(seed)
+    model = BertForMaskedLM(config)
+
+    if train_steps > 0:
+        token_ids: list[int] = []
+        for text in corpus:
+            token_ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
+        special = (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.mask_token_id)
+        seq_len = min(train_seq_len, max_position_embeddings)
+        generator_state = torch.random.get_rng_state()
+        torch.manual_seed(seed + 1)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+        model.train()
+        with torch.enable_grad():
+            batches = _mlm_batches(
+                token_ids, seq_len=seq_len, batch_size=train_batch_size, steps=train_steps, seed=seed, special=special
+            )
+            for inputs, labels in batches:
+                loss = model(input_ids=inputs, labels=labels).loss
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad(set_to_none=True)
+        torch.random.set_rng_state(generator_state)
+    model.eval()
+
+    tokenizer.save_pretrained(out_dir)
+    model.save_pretrained(out_dir)
+    return out_dir
