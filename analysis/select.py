@@ -35,7 +35,8 @@ DECISION_COLUMNS = (
     "consistency", "consistency_ci_low", "consistency_ci_high", "consistency_n_pairs",
     "decision_accuracy", "decision_step",
     "monotonicity_min", "snr_min", "sigma_min",
-    "monotonicity_pass", "snr_pass", "non_random_pass", "passes", "margin", "chosen", "kept", "reason",
+    "monotonicity_pass", "snr_pass", "non_random_pass", "non_random_applicable", "passes", "margin", "chosen",
+    "kept", "reason",
 )  # fmt: skip
 
 
@@ -85,6 +86,11 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
     """Pass / fail / not measurable (null) per criterion, and a normalised margin per criterion."""
     mono_min, sigma = config.monotonicity.min, config.non_random.sigma
     exempt = pl.col("formulation").is_in(list(config.snr.exempt_formulations))
+    # Non-randomness is not applicable without a random baseline (perplexities): its pass is null, and it
+    # neither blocks nor sets the margin; the reason says so.
+    if "non_random_applicable" not in signal.columns:
+        signal = signal.with_columns(pl.col("random_baseline").is_not_null().alias("non_random_applicable"))
+    not_applicable = {"non_random": ~pl.col("non_random_applicable")}
     snr_min = pl.when(pl.col("snr_kind") == "checkpoint").then(config.snr.checkpoint_min).otherwise(config.snr.min)
     judged = signal.with_columns(
         pl.lit(mono_min).alias("monotonicity_min"),
@@ -92,7 +98,7 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
         pl.lit(sigma).alias("sigma_min"),
         (pl.col("monotonicity") >= mono_min).alias("monotonicity_pass"),
         pl.when(exempt).then(pl.lit(True)).otherwise(pl.col("snr") >= snr_min).alias("snr_pass"),
-        pl.col("three_sigma").alias("non_random_pass"),
+        pl.when(not_applicable["non_random"]).then(None).otherwise(pl.col("three_sigma")).alias("non_random_pass"),
         (pl.col("consistency") > 0).alias("consistency_pass"),
         # normalised margins: 0 at the threshold, capped at 1 ("comfortably passing")
         ((pl.col("monotonicity") - mono_min) / (1 - mono_min)).clip(upper_bound=1).alias("m_monotonicity"),
@@ -101,10 +107,19 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
         pl.col("consistency").clip(upper_bound=1).alias("m_consistency"),
     )
     required = list(config.selection.require)
-    passes = pl.all_horizontal([pl.col(f"{c}_pass").fill_null(False) for c in required])
-    # the weakest required criterion sets the margin; a not-measurable one counts as -1
+    skip = {c: not_applicable.get(c, pl.lit(False)) for c in required}
+    passes = pl.all_horizontal([skip[c] | pl.col(f"{c}_pass").fill_null(False) for c in required])
+    # the weakest required criterion sets the margin; a not-measurable one counts as -1, a not-applicable one
+    # as 1 (it does not limit)
     margin = pl.min_horizontal(
-        [pl.when(pl.col(f"{c}_pass").is_null()).then(-1.0).otherwise(pl.col(f"m_{c}").fill_null(1.0)) for c in required]
+        [
+            pl.when(skip[c])
+            .then(1.0)
+            .when(pl.col(f"{c}_pass").is_null())
+            .then(-1.0)
+            .otherwise(pl.col(f"m_{c}").fill_null(1.0))
+            for c in required
+        ]
     )
     return judged.with_columns(passes.alias("passes"), margin.fill_nan(-1.0).alias("margin"))
 
@@ -145,7 +160,11 @@ def _fmt(value: float | None, digits: int = 2) -> str:
 
 
 def criterion_texts(row: dict, config: Config) -> dict[str, tuple[bool | None, str]]:
-    """Each criterion's verdict and a one-phrase explanation with the value and the threshold."""
+    """Each criterion's verdict and a one-phrase explanation with the value and the threshold.
+
+    The verdict is whether the criterion lets the task through: True for an exempt or not-applicable one
+    (its text says so), None when it could not be measured.
+    """
     snr_kind = row.get("snr_kind") or "seed"
     texts: dict[str, tuple[bool | None, str]] = {}
     mono = row["monotonicity"]
@@ -165,20 +184,27 @@ def criterion_texts(row: dict, config: Config) -> dict[str, tuple[bool | None, s
             row["snr_pass"],
             f"snr {_fmt(row['snr'], 1)} {op} {_fmt(row['snr_min'], 1)} ({snr_kind})",
         )
-    sigmas = row["non_random_sigmas"]
-    texts["non_random"] = (
-        row["non_random_pass"],
-        f"{_fmt(sigmas, 1)} sigma above random {'>' if row['non_random_pass'] else '<='} {config.non_random.sigma:g}"
-        f" ({row.get('three_sigma_kind')})"
-        if sigmas is not None
-        else (row.get("non_random_reason") or "non-randomness not measurable"),
-    )
+    texts["non_random"] = _non_random_text(row, config)
+    texts["consistency"] = _consistency_text(row)
+    return texts
+
+
+def _non_random_text(row: dict, config: Config) -> tuple[bool | None, str]:
+    if row.get("non_random_applicable") is False:
+        return True, "non-random not applicable (no random baseline)"
+    sigmas, passed = row["non_random_sigmas"], row["non_random_pass"]
+    if sigmas is None:
+        return passed, row.get("non_random_reason") or "non-randomness not measurable"
+    op, kind = (">" if passed else "<="), row.get("three_sigma_kind")
+    return passed, f"{_fmt(sigmas, 1)} sigma above random {op} {config.non_random.sigma:g} ({kind})"
+
+
+def _consistency_text(row: dict) -> tuple[bool | None, str]:
     cons = row["consistency"]
-    texts["consistency"] = (
+    return (
         None if cons is None else cons > 0,
         f"consistency {_fmt(cons)}" if cons is not None else (row.get("consistency_reason") or "n/a"),
     )
-    return texts
 
 
 def _row_reason(row: dict, config: Config) -> str:

@@ -340,7 +340,14 @@ def _choose_snr(out: pl.DataFrame, config: Config) -> pl.DataFrame:
 # ---------------------------------------------------------------------------------------- non-random
 
 
+# A perplexity has no chance level independent of the tokenizer: its random_baseline is null, and distance
+# to random is not measured (null), not failed.
+NOT_APPLICABLE = "non-random: not applicable (no random baseline, e.g. a perplexity)"
+
+
 def _non_randomness(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Distance of the best curve value above the random baseline, in seed (or stderr) sigmas at the final step;
+    not applicable (null, with the reason) when the task has no random baseline."""
     cfg = config.non_random
     margin = pl.col("value") - pl.col("baseline")
     distance = cells.group_by("gid").agg(margin.max().alias("non_random_distance"))
@@ -356,11 +363,17 @@ def _non_randomness(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -
     )
     use_stderr = pl.col("z_seed").is_null() & pl.lit(cfg.stderr_fallback)
     no_sigma = "non-random: no seed replicas at a final step" + (" and no stderr" if cfg.stderr_fallback else "")
+    no_baseline = pl.col("random_baseline").is_null()
     return (
-        groups.select("gid")
+        groups.select("gid", "random_baseline")
         .join(distance, on="gid", how="left")
         .join(seed_z, on="gid", how="left")
         .join(stderr_z, on="gid", how="left")
+        .with_columns(
+            # without a baseline a zero-sigma z would read -inf (a null margin is not > 0): force null
+            pl.when(no_baseline).then(None).otherwise(pl.col(c)).alias(c)
+            for c in ("non_random_distance", "z_seed", "z_stderr")
+        )
         .with_columns(
             pl.when(use_stderr).then(pl.col("z_stderr")).otherwise(pl.col("z_seed")).alias("non_random_sigmas")
         )
@@ -372,9 +385,12 @@ def _non_randomness(cells: pl.DataFrame, groups: pl.DataFrame, config: Config) -
             .then(pl.lit("stderr"))
             .otherwise(pl.lit(None, dtype=pl.String))
             .alias("three_sigma_kind"),
-            _reason([(pl.col("non_random_sigmas").is_null(), no_sigma)]).alias("non_random_reason"),
+            (~no_baseline).alias("non_random_applicable"),
+            _reason([(no_baseline, NOT_APPLICABLE), (pl.col("non_random_sigmas").is_null(), no_sigma)]).alias(
+                "non_random_reason"
+            ),
         )
-        .drop("z_seed", "z_stderr")
+        .drop("z_seed", "z_stderr", "random_baseline")
     )
 
 

@@ -13,6 +13,10 @@ Every problem raises `ScoreTableError` naming the input, the column(s), a few of
 count and the fix. One documented exception: a NaN score means the evaluation produced no number (a
 crashed task, an empty split); such rows are dropped, counted and shown in the `LoadReport`.
 
+`random_baseline` may be empty (null; a NaN is stored as null) only for lower-is-better metrics: a
+perplexity has no chance level independent of the model's tokenizer, and the non-randomness criterion is
+then not applicable. Every higher-is-better metric needs its chance score.
+
 Nothing loops over rows or groups in Python: rules about single values are masks counted in one
 pass, rules across rows are lazy group-bys collected together, and the sort goes through one int64
 key. On a busy 2-core machine a million rows validate in about 0.3 s when already in KEY order
@@ -51,7 +55,8 @@ SCHEMA: dict[str, pl.DataType] = {
     "random_baseline": pl.Float64(),
 }
 COLUMNS: tuple[str, ...] = tuple(SCHEMA)
-NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr"})
+NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr", "random_baseline"})
+NO_BASELINE_NOTE = "random_baseline may be empty only for lower-is-better metrics (perplexities)"
 KEY: tuple[str, ...] = ("run", "seed", "step", "task", "fewshot", "metric")
 CATEGORIES: tuple[str, ...] = ("GK", "RC", "RES", "NLU", "GEN")
 FORMULATIONS: tuple[str, ...] = ("CF", "MCF", "HYBRID", "GEN", "PPL")
@@ -240,12 +245,14 @@ def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]
 
 
 def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """A NaN stderr is an unknown stderr: store it as null, with a note."""
-    count = int(frame.select(pl.col("stderr").is_nan().sum()).item())
-    if not count:
-        return frame, []
-    note = f"set {count:,} NaN stderr values to null (unknown)"
-    return frame.with_columns(pl.col("stderr").fill_nan(None)), [note]
+    """A NaN stderr is an unknown stderr, a NaN random_baseline no baseline: store them as null, with a note."""
+    notes = []
+    for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline")):
+        count = int(frame.select(pl.col(column).is_nan().sum()).item())
+        if count:
+            notes.append(f"set {count:,} NaN {column} values to null ({meaning})")
+            frame = frame.with_columns(pl.col(column).fill_nan(None))
+    return frame, notes
 
 
 # --------------------------------------------------------------------------------------------------
@@ -269,8 +276,15 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
     names = sorted(set(metrics))
     unknown = [m for m in names if metric_info(m) is None]
     bounded = [m for m in names if (info := metric_info(m)) is not None and info.bounded]
+    higher = [m for m in names if (info := metric_info(m)) is not None and info.higher_is_better]
     score = pl.col("score")
     return [
+        _Check(
+            ("metric", "random_baseline"),
+            pl.col("metric").is_in(higher) & pl.col("random_baseline").is_null(),
+            "row(s) have a random_baseline that is not finite (empty or NaN) for a higher-is-better metric",
+            f"store the expected score of random guessing; {NO_BASELINE_NOTE}",
+        ),
         _Check(
             ("metric",),
             pl.col("metric").is_in(unknown),
@@ -318,7 +332,7 @@ def _row_checks() -> list[_Check]:
             ("random_baseline",),
             ~pl.col("random_baseline").is_finite(),
             "row(s) have a random_baseline that is not finite",
-            "store the expected score of random guessing (a finite number)",
+            f"store the expected score of random guessing (a finite number); {NO_BASELINE_NOTE}",
         ),
     ]
     checks += [
@@ -573,17 +587,23 @@ def read_task_info(path: Path) -> dict[str, TaskInfo]:
             f"{path}: task-info CSV lacks column(s) {', '.join(missing)}; "
             f"fix: give it the header {','.join(_TASK_INFO_COLUMNS)}"
         )
-    baseline = pl.col("random_baseline").cast(pl.Float64, strict=False)
-    bad = frame.filter(baseline.is_null() | ~baseline.is_finite() | pl.any_horizontal(pl.all().is_null()))
+    # An empty random_baseline (or NaN) is "no baseline" (NaN here, null in the table), which validation
+    # accepts for lower-is-better metrics only.
+    text = pl.col("random_baseline").str.strip_chars()
+    empty = text.is_null() | (text == "")
+    baseline = pl.when(empty).then(float("nan")).otherwise(text.cast(pl.Float64, strict=False))
+    other = pl.any_horizontal(pl.all().exclude("random_baseline").is_null())
+    bad = frame.filter(baseline.is_null() | baseline.is_infinite() | other)
     if bad.height:
         raise ScoreTableError(
             f"{path}: {bad.height} task-info row(s) have an empty cell or a random_baseline that is not "
-            f"a finite number, e.g. tasks {', '.join(map(_fmt, bad['task'].head(5)))}; fix: fill every cell"
+            f"a finite number, e.g. tasks {', '.join(map(_fmt, bad['task'].head(5)))}; fix: fill every cell "
+            f"({NO_BASELINE_NOTE}: leave it empty for them)"
         )
     dupes = frame.filter(pl.col("task").is_duplicated())["task"].unique().sort()
     if dupes.len():
         raise ScoreTableError(f"{path}: task(s) listed twice: {', '.join(dupes.head(5))}; fix: one row per task")
-    rows = frame.with_columns(baseline).rows(named=True)
+    rows = frame.with_columns(baseline.alias("random_baseline")).rows(named=True)
     return {r["task"]: TaskInfo(*(r[c] for c in _TASK_INFO_COLUMNS[1:])) for r in rows}
 
 

@@ -1,4 +1,4 @@
-"""Run-time fixes for two log-likelihood metric bugs of lighteval 0.13 (`apply()` / `restore()`).
+"""Run-time fixes for three log-likelihood bugs of lighteval 0.13 (`apply()` / `restore()`).
 
 The task module (`finetasks_afr/tasks.py`) calls `apply()` when it is imported, so the plain
 `lighteval accelerate ... --custom-tasks finetasks_afr/tasks.py` command gets the fixes as well as the Python API.
@@ -34,6 +34,31 @@ Bug 2: `acc_norm_pmi` (upstream issue huggingface/lighteval#997, open).
     Only documents of tasks with a PMI metric are scored: the pipeline run names those tasks; a
     `loglikelihood` call from outside a pipeline scores every document that has an `unconditioned_query`.
 
+Bug 3: rolling log-likelihood, i.e. every perplexity metric (`word_perplexity`, `byte_perplexity`,
+    `bits_per_byte`; upstream issue huggingface/lighteval#1299, open; fixed after 0.13 by pull request #1252).
+    `TransformersModel.loglikelihood_rolling` calls `_loglikelihood_tokens(docs, rolling=True)`, which
+    (a) iterates `doc.choices`, so the perplexity Doc lighteval's own tasks build (`wikitext`:
+    `Doc(query=text, choices=None)`) raises `TypeError: 'NoneType' object is not iterable`;
+    (b) gathers continuation token i from the logits at position i, which predict token i+1: with any context
+    token (a BOS) the greedy check then raises a shape error, and with none every token is scored by the
+    wrong logits (and the first by itself); (c) cuts texts longer than `max_length` from the left, which shifts
+    the alignment again; and (d) with the prediction cache on, its `@cached` wrapper returns nothing: it keeps
+    only cached samples whose `SampleCache.get_sampling_method` is PERPLEXITY, which classifies any sample with
+    log-probabilities as LOGPROBS (read in the source; item 3 of pull request #1252).
+    Fix: `loglikelihood_rolling` is replaced (not wrapped; lighteval's prediction cache is bypassed, so
+    perplexity is recomputed on every run) by `rolling_loglikelihood`: the text scored is the document's prompt
+    as the model's `prompt_manager` renders it (for a 0-shot document without system prompt: `doc.query`),
+    followed by its single choice when it has one; it is tokenised without special tokens; the first token is
+    conditioned on the tokenizer's BOS token, else its EOS token (lm-evaluation-harness's `prefix_token_id`
+    rule), and a tokenizer with neither is an error (no token would go unscored, so the byte and word counts of
+    the metrics always match the scored text). Every text token is scored exactly once: a text longer than
+    `max_length` is split into consecutive windows of at most `max_length` predicted tokens, each window fed
+    the token before it as its first input (lm-evaluation-harness's rolling windows with context length 1:
+    tokens at the start of a later window see less context, nothing is truncated). Each process scores every
+    document (no data-parallel split). `ModelResponse.logprobs` holds the one sum, `output_tokens` the scored
+    tokens, `input_tokens` the prefix and the tokens, `argmax_logits_eq_gold` whether every token was the
+    model's greedy choice.
+
 What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
       method; wrapping outside the cache also repairs responses read back from a cache written before the fix):
@@ -42,14 +67,18 @@ What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT
     - `lighteval.metrics.metrics_sample.LoglikelihoodAcc.compute` and
       `lighteval.metrics.metrics_sample.NormalizedMultiChoiceProbability.compute`: under `LogProbPMINorm` only,
       read `ModelResponse.unconditioned_logprobs`.
-    Nothing else: `_loglikelihood_tokens`, batching, truncation and the log-probabilities themselves stay
-    lighteval's. Other backends (vLLM, endpoints, ...) are not patched: their PMI metrics still raise.
+    - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood_rolling`: bug 3
+      (replaced by `rolling_loglikelihood`, outside lighteval's cache).
+    Nothing else: `_loglikelihood_tokens`, batching, truncation and the log-probabilities of the multiple-choice
+    path stay lighteval's. Other backends (vLLM, endpoints, ...) are not patched: their PMI metrics still raise
+    and their perplexities are what they are.
 
 Guards: each fix is applied only when (1) `importlib.metadata.version("lighteval")` is a 0.13.x release (the
 series known broken; `AFFECTED_SERIES`), and (2) a cheap check finds the bug: for bug 1 the source of
 `_loglikelihood_tokens` still holds the -1 padding or the double slice; for bug 2 the transformers backend's
 source never mentions `unconditioned_query`, and `LoglikelihoodAcc(LogProbPMINorm()).compute` still raises on a
-response that carries `unconditioned_logprobs`. Otherwise the fix steps aside and says so in the log. The
+response that carries `unconditioned_logprobs`; for bug 3 the rolling branch of `_loglikelihood_tokens` still
+gathers from the unshifted logits. Otherwise the fix steps aside and says so in the log. The
 environment variable `FINETASKS_AFR_LIGHTEVAL_COMPAT` overrides: `off` (or `0`) applies nothing, `force` skips
 the version guard (the behavioural checks still run).
 """
@@ -72,7 +101,8 @@ AFFECTED_SERIES = (0, 13)
 ENV_SWITCH = "FINETASKS_AFR_LIGHTEVAL_COMPAT"
 FIX_TOKEN_NORM = "acc_norm_token"
 FIX_PMI = "acc_norm_pmi"
-FIXES = (FIX_TOKEN_NORM, FIX_PMI)
+FIX_ROLLING = "loglikelihood_rolling"
+FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING)
 _COMPAT_MARK = "__finetasks_afr_compat__"
 
 # Score each distinct (unconditioned prompt, choice) once per call. False: once per document (benchmarks only).
@@ -95,6 +125,9 @@ class CompatStats:
     docs: int = 0  # documents that received unconditioned_logprobs
     continuations_needed: int = 0  # sum over those documents of their number of choices
     continuations_scored: int = 0  # (prompt, choice) continuations actually sent to the model
+    rolling_docs: int = 0  # documents scored by rolling_loglikelihood (perplexity)
+    rolling_windows: int = 0  # model inputs they needed (more than one per text longer than max_length)
+    rolling_tokens: int = 0  # text tokens scored
 
 
 STATS = CompatStats()
@@ -153,6 +186,16 @@ def pmi_backend_bug_present() -> bool:
     return source is None or "unconditioned_query" not in source
 
 
+def rolling_bug_present() -> bool:
+    """The rolling branch of `_loglikelihood_tokens` gathers token i from the logits at position i (issue 1299)."""
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    source = _source(_original(TransformersModel, "_loglikelihood_tokens"))
+    if source is None:  # no source to read: trust the version guard
+        return True
+    return "ifrolling:choice_logits=choice_logits.unsqueeze(0)" in "".join(source.split())
+
+
 def pmi_metric_bug_present() -> bool:
     """LoglikelihoodAcc under LogProbPMINorm ignores ModelResponse.unconditioned_logprobs (it raises)."""
     from lighteval.metrics.metrics_sample import LoglikelihoodAcc
@@ -200,7 +243,7 @@ def apply() -> dict[str, str]:
     version = lighteval_version()
     if not version_is_affected(version) and switch != "force":
         message = f"lighteval {version} is not a {AFFECTED_SERIES[0]}.{AFFECTED_SERIES[1]}.x release"
-        logger.warning("finetasks_afr.compat steps aside: %s (fixes for issues 1170 and 997 not applied)", message)
+        logger.warning("finetasks_afr.compat steps aside: %s (fixes for issues 1170, 997, 1299 not applied)", message)
         return dict.fromkeys(FIXES, f"skipped: {message}")
 
     status: dict[str, str] = {}
@@ -222,6 +265,14 @@ def apply() -> dict[str, str]:
         _ACTIVE.add(FIX_PMI)
         status[FIX_PMI] = "applied"
 
+    if FIX_ROLLING in _ACTIVE:
+        status[FIX_ROLLING] = "applied"
+    elif rolling_bug_present():
+        _ACTIVE.add(FIX_ROLLING)
+        status[FIX_ROLLING] = "applied"
+    else:
+        status[FIX_ROLLING] = "skipped: _loglikelihood_tokens no longer scores rolling tokens with unshifted logits"
+
     if _ACTIVE:
         _install()
     for fix, outcome in status.items():
@@ -233,7 +284,10 @@ def _install() -> None:
     from lighteval.metrics.metrics_sample import LoglikelihoodAcc, NormalizedMultiChoiceProbability
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    _patch(TransformersModel, "loglikelihood", _wrap_loglikelihood)
+    if _ACTIVE & {FIX_TOKEN_NORM, FIX_PMI}:
+        _patch(TransformersModel, "loglikelihood", _wrap_loglikelihood)
+    if FIX_ROLLING in _ACTIVE:
+        _patch(TransformersModel, "loglikelihood_rolling", _replace_loglikelihood_rolling)
     if FIX_PMI in _ACTIVE:
         from lighteval.pipeline import Pipeline
 
@@ -444,3 +498,123 @@ def add_unconditioned_logprobs(model: Any, docs: list[Any], responses: list[Any]
     STATS.docs += len(wanted)
     STATS.continuations_needed += sum(len(doc.choices) for doc, _ in wanted)
     STATS.continuations_scored += sum(len(choices) for _, choices in request_docs)
+
+
+# ----------------------------------------------------------------------------------- fix 3: rolling (perplexity)
+
+
+def _replace_loglikelihood_rolling(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def loglikelihood_rolling(self, docs, *args, **kwargs):
+        return rolling_loglikelihood(self, list(docs) if isinstance(docs, list | tuple) else [docs])
+
+    return loglikelihood_rolling
+
+
+def prefix_token_id(tokenizer: Any) -> int:
+    """The token the first text token is conditioned on: BOS, else EOS (lm-evaluation-harness's rule)."""
+    for name in ("bos_token_id", "eos_token_id"):
+        token = getattr(tokenizer, name, None)
+        if token is not None:
+            return int(token)
+    raise ValueError(
+        "rolling log-likelihood (perplexity) needs a BOS or EOS token to condition the first token on, and this "
+        "tokenizer has neither; fix: set tokenizer.bos_token (or eos_token) in the model's tokenizer_config.json"
+    )
+
+
+def rolling_windows(tokens: list[int], prefix: int, max_length: int) -> list[tuple[list[int], list[int]]]:
+    """(inputs, targets) windows that score every token of `tokens` exactly once, each at most `max_length` long.
+
+    inputs[j] predicts targets[j]; the first window starts with `prefix`, every later one with the token before
+    its first target (lm-evaluation-harness's rolling windows with context length 1).
+    """
+    if max_length < 1:
+        raise ValueError(f"max_length must be >= 1, got {max_length}")
+    sequence = [prefix, *tokens]
+    windows = []
+    for start in range(0, len(tokens), max_length):
+        targets = tokens[start : start + max_length]
+        windows.append((sequence[start : start + len(targets)], targets))
+    return windows
+
+
+_WARNED_PROMPT_DIFFERS: set[str] = set()
+
+
+def rolling_text(model: Any, doc: Any) -> str:
+    """The text a perplexity document stands for: its rendered prompt, then its one choice if it has one."""
+    choices = list(doc.choices or [])
+    if len(choices) > 1:
+        raise ValueError(
+            f"task {doc.task_name}: a rolling log-likelihood (perplexity) document scores one text, but this one has "
+            f"{len(choices)} choices; fix: put the text in Doc.query with choices=None"
+        )
+    text = model.prompt_manager.prepare_prompt(doc) + "".join(choices)
+    if text != doc.query and doc.task_name not in _WARNED_PROMPT_DIFFERS:
+        _WARNED_PROMPT_DIFFERS.add(doc.task_name)
+        logger.warning(
+            "%s: the scored text differs from Doc.query (system prompt, instruction, few-shot examples or a "
+            "choice were added); lighteval's perplexity metrics count the words and bytes of the query only",
+            doc.task_name,
+        )
+    return text
+
+
+def rolling_loglikelihood(model: Any, docs: list[Any]) -> list[Any]:
+    """log P(text) of each document's text, every token scored once (see the module docstring, bug 3)."""
+    from lighteval.models.model_output import ModelResponse
+
+    prefix = prefix_token_id(model.tokenizer)
+    tokens = [[int(t) for t in model.tok_encode(rolling_text(model, doc), add_special_tokens=False)] for doc in docs]
+    windows = [
+        (index, *window)
+        for index, text in enumerate(tokens)
+        for window in rolling_windows(text, prefix, model.max_length)
+    ]
+    totals = [0.0] * len(docs)
+    greedy = [True] * len(docs)
+    for index, logprob, all_greedy in _score_windows(model, windows):
+        totals[index] += logprob
+        greedy[index] = greedy[index] and all_greedy
+    STATS.rolling_docs += len(docs)
+    STATS.rolling_windows += len(windows)
+    STATS.rolling_tokens += sum(len(text) for text in tokens)
+    return [
+        ModelResponse(
+            logprobs=[totals[i]],
+            argmax_logits_eq_gold=[greedy[i]],
+            input_tokens=[prefix, *tokens[i]],
+            output_tokens=[tokens[i]],
+        )
+        for i in range(len(docs))
+    ]
+
+
+def _score_windows(model: Any, windows: list[tuple[int, list[int], list[int]]]) -> Iterable[tuple[int, float, bool]]:
+    """(document index, sum of target log-probabilities, all targets greedy) per window, longest first in batches
+    of the model's batch size; right padding, so no real token attends to a pad."""
+    import torch
+
+    if not windows:
+        return
+    ordered = sorted(windows, key=lambda window: -len(window[1]))
+    batch_size = model._get_batch_size(max_input_length=len(ordered[0][1]), override_bs=model.config.batch_size)
+    pad = model.tokenizer.pad_token_id
+    pad = 0 if pad is None else pad  # any id: pads sit right of every real token and are masked
+    step = max(1, batch_size)
+    with torch.inference_mode():
+        for start in range(0, len(ordered), step):
+            batch = ordered[start : start + step]
+            ids = torch.full((len(batch), len(batch[0][1])), pad, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for row, (_, inputs, _) in enumerate(batch):
+                ids[row, : len(inputs)] = torch.tensor(inputs, dtype=torch.long)
+                mask[row, : len(inputs)] = 1
+            logits = model.model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
+            for row, (index, _, targets) in enumerate(batch):
+                # per row, in float32: no batch-sized copy of the logits
+                logprobs = torch.log_softmax(logits[row, : len(targets)].float(), dim=-1)
+                target = torch.tensor(targets, dtype=torch.long, device=logprobs.device)
+                value = logprobs.gather(-1, target.unsqueeze(-1)).double().sum().item()
+                yield index, value, bool((logprobs.argmax(dim=-1) == target).all())

@@ -291,9 +291,12 @@ def fixed_run(tiny_model, data_dir, tmp_path_factory):
     return status, pipeline, calls, stats
 
 
-def test_apply_reports_both_fixes(fixed_run):
+ALL_FIXES = {"acc_norm_token": "applied", "acc_norm_pmi": "applied", "loglikelihood_rolling": "applied"}
+
+
+def test_apply_reports_every_fix(fixed_run):
     status, *_ = fixed_run
-    assert status == {"acc_norm_token": "applied", "acc_norm_pmi": "applied"}
+    assert status == ALL_FIXES
 
 
 def test_apply_is_idempotent_and_restore_puts_originals_back():
@@ -306,13 +309,13 @@ def test_apply_is_idempotent_and_restore_puts_originals_back():
     try:
         compat.apply()
         patched = (TransformersModel.loglikelihood, Pipeline._run_model, LoglikelihoodAcc.compute)
-        assert compat.apply() == {"acc_norm_token": "applied", "acc_norm_pmi": "applied"}
+        assert compat.apply() == ALL_FIXES
         assert (TransformersModel.loglikelihood, Pipeline._run_model, LoglikelihoodAcc.compute) == patched
         assert all(
             getattr(function, "__wrapped__", None) is original
             for function, original in zip(patched, originals, strict=True)
         )
-        assert compat.applied() == {"acc_norm_token", "acc_norm_pmi"}
+        assert compat.applied() == set(ALL_FIXES)
     finally:
         compat.restore()
     assert (TransformersModel.loglikelihood, Pipeline._run_model, LoglikelihoodAcc.compute) == originals
@@ -340,6 +343,7 @@ def test_bug_checks_see_the_installed_lighteval():
     assert compat.token_norm_bug_present()
     assert compat.pmi_backend_bug_present()
     assert compat.pmi_metric_bug_present()
+    assert compat.rolling_bug_present()
 
 
 def test_fixed_scores_equal_the_reference(fixed_run, reference):

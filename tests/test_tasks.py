@@ -4,6 +4,7 @@ published schema for hub-only datasets), prompts are clean and reproducible, bad
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -52,8 +53,11 @@ def test_names_are_unique_well_formed_and_described(suite):
         assert NAME.match(name), name
         meta = info[name]
         assert meta.category in ("GK", "RC", "RES", "NLU", "GEN")
-        assert meta.formulation in ("CF", "MCF", "HYBRID", "GEN")
-        assert 0.0 <= meta.random_baseline < 1.0
+        assert meta.formulation in ("CF", "MCF", "HYBRID", "GEN", "PPL")
+        if meta.formulation == "PPL":  # perplexity: no random baseline (tests/test_perplexity_tasks.py)
+            assert math.isnan(meta.random_baseline)
+        else:
+            assert 0.0 <= meta.random_baseline < 1.0
         assert (meta.prompt == "en") == name.endswith("_enprompt")
 
 
@@ -106,6 +110,8 @@ def test_prompts_on_real_rows_every_language_both_prompts(suite, mirror: Path):
     available = {key: set(datasets.get_dataset_config_names(str(mirror / key))) for key in MIRRORED}
     for config in configs:
         meta = info[config.name]
+        if meta.formulation == "PPL":
+            continue  # no choices; their prompts are checked on real rows in tests/test_perplexity_tasks.py
         if meta.dataset not in MIRRORED or config.hf_subset not in available[meta.dataset]:
             continue  # e.g. Belebele languages beyond the 12 of Bridging the Gap: hub only
         key = (config.hf_repo, config.hf_subset, config.evaluation_splits[0])
@@ -159,7 +165,7 @@ def test_hub_only_prompts_on_rows_in_the_published_schema(suite, mirror: Path):
     for config in configs:
         meta = info[config.name]
         row = HUB_ONLY_ROWS.get(meta.dataset)
-        if row is None or (meta.dataset == "belebele" and config.hf_subset in in_mirror):
+        if row is None or meta.formulation == "PPL" or (meta.dataset == "belebele" and config.hf_subset in in_mirror):
             continue
         doc = config.prompt_function(dict(row), config.name)
         _check_doc(doc, config.name)

@@ -15,11 +15,16 @@ def all_tasks() -> list[LightevalTaskConfig]:
         afrixnli,
         belebele,
         bridging,
+        longppl,
         masakhanews,
         naijarc,
+        perplexity,
         sib200,
         uhura,
     )
 
-    modules = (afrimmlu, afrixnli, afrimgsm, belebele, bridging, sib200, masakhanews, afrisenti, afriqa, naijarc, uhura)
+    modules = (
+        afrimmlu, afrixnli, afrimgsm, belebele, bridging, sib200, masakhanews, afrisenti, afriqa, naijarc, uhura,
+        perplexity, longppl,
+    )  # fmt: skip
     return [config for module in modules for config in module.tasks()]
