@@ -145,7 +145,8 @@ def task_row(ex: Exploration, task: str) -> dict[str, Any]:
 
 def focus(ex: Exploration, language: str | None = None, task: str | None = None) -> tuple[str, str]:
     """The (language, task) to show: the given ones, checked, or by default the kept task with the
-    best margin (in `language` when given), else the language's first task."""
+    best margin (in `language` when given), else the language's first task. Accuracy tasks come before
+    perplexity ones (they have the metric variants and the CF/MCF twin the views compare)."""
     if task is not None:
         row = task_row(ex, task)
         if language is not None and row["language"] != language:
@@ -154,7 +155,11 @@ def focus(ex: Exploration, language: str | None = None, task: str | None = None)
     candidates = ex.chosen if language is None else ex.chosen.filter(pl.col("language") == language)
     if candidates.is_empty():
         tasks(ex, str(language))  # raises, naming the languages
-    kept = candidates.filter(pl.col("kept")).sort(["margin", "task"], descending=[True, False])
+    kept = (
+        candidates.filter(pl.col("kept"))
+        .with_columns(_is_ppl=pl.col("formulation") == "PPL")
+        .sort(["_is_ppl", "margin", "task"], descending=[False, True, False])
+    )
     best = kept.row(0, named=True) if kept.height else candidates.sort(["language", "task"]).row(0, named=True)
     return best["language"], best["task"]
 
@@ -485,10 +490,13 @@ def readme_figures(out_dir: Path, scores: str | Path | None = None) -> list[Path
     (`demo_curves_dropped.png`), and the language's criteria overview (`demo_criteria.png`).
     """
     ex = explore(scores)
-    language, kept = focus(ex)
-    dropped = showcase(ex, language, kept, n=1)
-    if not dropped or dropped[0][0] != language:
-        raise ValueError(f"language {language!r} has no dropped task of the same formulation as {kept!r}")
+    ranked = ex.chosen.filter(pl.col("kept")).sort(["margin", "task"], descending=[True, False])
+    for language, kept in ranked.select("language", "task").iter_rows():
+        dropped = showcase(ex, language, kept, n=1)
+        if dropped and dropped[0][0] == language:
+            break
+    else:
+        raise ValueError("no kept task has a dropped task of the same language and formulation to show beside it")
     paths = []
     for name, task in (("demo_curves_kept.png", kept), ("demo_curves_dropped.png", dropped[0][1])):
         row = task_row(ex, task)

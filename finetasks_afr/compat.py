@@ -69,6 +69,12 @@ What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT
       read `ModelResponse.unconditioned_logprobs`.
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood_rolling`: bug 3
       (replaced by `rolling_loglikelihood`, outside lighteval's cache).
+    - `lighteval.metrics.utils.stderr._bootstrap_internal.__call__`: fix 4, speed only. The stderr of a corpus
+      metric (perplexities, longppl, F1 corpus, ...) is bootstrapped over 1000 resamples, and lighteval recomputes
+      them in a new `multiprocessing.Pool(cpu_count())` per metric, forking the whole evaluating process (model,
+      datasets, torch threads): 20-40 s per perplexity metric in a demo sweep worker on 2 cores, about 4 minutes
+      per checkpoint for 9 trivial sums. The replacement draws the same resamples (`random.Random(seed).choices`,
+      same order) and evaluates them in-process: the identical stderr in milliseconds.
     Nothing else: `_loglikelihood_tokens`, batching, truncation and the log-probabilities of the multiple-choice
     path stay lighteval's. Other backends (vLLM, endpoints, ...) are not patched: their PMI metrics still raise
     and their perplexities are what they are.
@@ -78,7 +84,8 @@ series known broken; `AFFECTED_SERIES`), and (2) a cheap check finds the bug: fo
 `_loglikelihood_tokens` still holds the -1 padding or the double slice; for bug 2 the transformers backend's
 source never mentions `unconditioned_query`, and `LoglikelihoodAcc(LogProbPMINorm()).compute` still raises on a
 response that carries `unconditioned_logprobs`; for bug 3 the rolling branch of `_loglikelihood_tokens` still
-gathers from the unshifted logits. Otherwise the fix steps aside and says so in the log. The
+gathers from the unshifted logits; for fix 4 `_bootstrap_internal.__call__` still opens `mp.Pool(`.
+Otherwise the fix steps aside and says so in the log. The
 environment variable `FINETASKS_AFR_LIGHTEVAL_COMPAT` overrides: `off` (or `0`) applies nothing, `force` skips
 the version guard (the behavioural checks still run).
 """
@@ -92,6 +99,7 @@ import importlib.metadata
 import inspect
 import logging
 import os
+import random
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -102,7 +110,8 @@ ENV_SWITCH = "FINETASKS_AFR_LIGHTEVAL_COMPAT"
 FIX_TOKEN_NORM = "acc_norm_token"
 FIX_PMI = "acc_norm_pmi"
 FIX_ROLLING = "loglikelihood_rolling"
-FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING)
+FIX_BOOTSTRAP = "stderr_bootstrap_pool"
+FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING, FIX_BOOTSTRAP)
 _COMPAT_MARK = "__finetasks_afr_compat__"
 
 # Score each distinct (unconditioned prompt, choice) once per call. False: once per document (benchmarks only).
@@ -196,6 +205,14 @@ def rolling_bug_present() -> bool:
     return "ifrolling:choice_logits=choice_logits.unsqueeze(0)" in "".join(source.split())
 
 
+def bootstrap_pool_present() -> bool:
+    """lighteval's stderr bootstrap of corpus metrics forks a `multiprocessing.Pool` per metric (fix 4)."""
+    from lighteval.metrics.utils.stderr import _bootstrap_internal
+
+    source = _source(_original(_bootstrap_internal, "__call__"))
+    return source is not None and "mp.Pool(" in source
+
+
 def pmi_metric_bug_present() -> bool:
     """LoglikelihoodAcc under LogProbPMINorm ignores ModelResponse.unconditioned_logprobs (it raises)."""
     from lighteval.metrics.metrics_sample import LoglikelihoodAcc
@@ -273,6 +290,14 @@ def apply() -> dict[str, str]:
     else:
         status[FIX_ROLLING] = "skipped: _loglikelihood_tokens no longer scores rolling tokens with unshifted logits"
 
+    if FIX_BOOTSTRAP in _ACTIVE:
+        status[FIX_BOOTSTRAP] = "applied"
+    elif bootstrap_pool_present():
+        _ACTIVE.add(FIX_BOOTSTRAP)
+        status[FIX_BOOTSTRAP] = "applied"
+    else:
+        status[FIX_BOOTSTRAP] = "skipped: _bootstrap_internal no longer starts a process pool"
+
     if _ACTIVE:
         _install()
     for fix, outcome in status.items():
@@ -288,6 +313,10 @@ def _install() -> None:
         _patch(TransformersModel, "loglikelihood", _wrap_loglikelihood)
     if FIX_ROLLING in _ACTIVE:
         _patch(TransformersModel, "loglikelihood_rolling", _replace_loglikelihood_rolling)
+    if FIX_BOOTSTRAP in _ACTIVE:
+        from lighteval.metrics.utils.stderr import _bootstrap_internal
+
+        _patch(_bootstrap_internal, "__call__", _replace_bootstrap_call)
     if FIX_PMI in _ACTIVE:
         from lighteval.pipeline import Pipeline
 
@@ -618,3 +647,17 @@ def _score_windows(model: Any, windows: list[tuple[int, list[int], list[int]]]) 
                 target = torch.tensor(targets, dtype=torch.long, device=logprobs.device)
                 value = logprobs.gather(-1, target.unsqueeze(-1)).double().sum().item()
                 yield index, value, bool((logprobs.argmax(dim=-1) == target).all())
+
+
+def _replace_bootstrap_call(original: Callable) -> Callable:
+    """Fix 4: the same draws as lighteval's `_bootstrap_internal.__call__`, computed in this process."""
+
+    @functools.wraps(original)
+    def call(self, cur_experiment):
+        population, seed = cur_experiment
+        rnd = random.Random()
+        rnd.seed(seed)
+        draws = [rnd.choices(population, k=len(population)) for _ in range(self.number_draws)]
+        return [self.metric(draw) for draw in draws]
+
+    return call

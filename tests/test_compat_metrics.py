@@ -291,7 +291,12 @@ def fixed_run(tiny_model, data_dir, tmp_path_factory):
     return status, pipeline, calls, stats
 
 
-ALL_FIXES = {"acc_norm_token": "applied", "acc_norm_pmi": "applied", "loglikelihood_rolling": "applied"}
+ALL_FIXES = {
+    "acc_norm_token": "applied",
+    "acc_norm_pmi": "applied",
+    "loglikelihood_rolling": "applied",
+    "stderr_bootstrap_pool": "applied",
+}
 
 
 def test_apply_reports_every_fix(fixed_run):
@@ -344,6 +349,32 @@ def test_bug_checks_see_the_installed_lighteval():
     assert compat.pmi_backend_bug_present()
     assert compat.pmi_metric_bug_present()
     assert compat.rolling_bug_present()
+    assert compat.bootstrap_pool_present()
+
+
+def weighted_perplexity(items):
+    """A corpus metric like lighteval's perplexities (module level: the stock pool pickles it)."""
+    import math
+
+    return math.exp(-sum(lp for lp, _ in items) / sum(w for _, w in items))
+
+
+def test_in_process_bootstrap_gives_lighteval_s_exact_stderr():
+    """Fix 4 only moves the work: the same seeded draws, so the same replicates and stderr as the stock pool."""
+    from lighteval.metrics.utils.stderr import _bootstrap_internal, bootstrap_stderr
+
+    population = [(-float(i % 7) - 0.5, 3 + i % 5) for i in range(60)]  # (sum logprob, weight) like perplexities
+    compat.restore()
+    try:
+        stock_draws = _bootstrap_internal(number_draws=50, metric=weighted_perplexity)((population, 0))
+        stock = bootstrap_stderr(weighted_perplexity, population, number_experiments=200)
+        assert compat.apply()["stderr_bootstrap_pool"] == "applied"
+        fixed_draws = _bootstrap_internal(number_draws=50, metric=weighted_perplexity)((population, 0))
+        fixed = bootstrap_stderr(weighted_perplexity, population, number_experiments=200)
+    finally:
+        compat.restore()
+    assert fixed_draws == stock_draws
+    assert fixed == stock > 0
 
 
 def test_fixed_scores_equal_the_reference(fixed_run, reference):

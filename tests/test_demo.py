@@ -1,5 +1,5 @@
-"""The end-to-end demo's real output: the selection keeps the learnable tasks and rejects the random-label ones,
-for honest reasons.
+"""The end-to-end demo's real output: the selection keeps the learnable tasks (the CF ones and the held-out text
+perplexities) and rejects the random-label ones, for honest reasons.
 
 Two outputs are checked: the bundled demo sweep (`finetasks_afr/data/demo_sweep.parquet`, committed output of
 `make demo`), re-analysed here; and, when $FINETASKS_AFR_DEMO_DIR names a fresh `finetasks-afr demo` output
@@ -22,6 +22,8 @@ from finetasks_afr.cli import BUNDLED_SWEEP
 
 CONFIG = load_config()
 TRUTH = BUNDLED_SWEEP.with_name("demo_sweep_truth.csv")
+LANGUAGES = {"qaa", "qab", "qac"}
+PPL_METRICS = ("word_perplexity", "byte_perplexity", "bits_per_byte")
 
 
 def verdicts(decisions: pl.DataFrame, truth: pl.DataFrame) -> pl.DataFrame:
@@ -38,6 +40,21 @@ def check_selection(chosen: pl.DataFrame) -> None:
     assert learnable_cf.height > 0
     missed = learnable_cf.filter(~pl.col("kept"))
     assert missed.height == 0, missed.select("task", "metric", "reason")
+    check_perplexity(chosen)
+
+
+def check_perplexity(chosen: pl.DataFrame) -> None:
+    """The held-out text perplexity (one task per language, no random baseline) is kept in every language, on a
+    perplexity metric, with non-randomness not applicable rather than passed."""
+    ppl = chosen.filter(pl.col("kind") == "learnable_ppl")
+    assert set(ppl["language"]) == LANGUAGES and ppl.height == len(LANGUAGES), ppl.select("task", "metric")
+    assert (ppl["formulation"] == "PPL").all() and (ppl["category"] == "GEN").all()
+    assert ppl["metric"].is_in(PPL_METRICS).all(), ppl["metric"].to_list()
+    assert ppl["random_baseline"].is_null().all()
+    assert (~ppl["non_random_applicable"]).all() and ppl["non_random_pass"].is_null().all()
+    missed = ppl.filter(~pl.col("kept"))
+    assert missed.height == 0, missed.select("task", "metric", "reason")
+    assert ppl["reason"].str.contains("non-random not applicable").all(), ppl["reason"].to_list()
 
 
 @pytest.fixture(scope="module")

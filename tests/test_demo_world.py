@@ -1,12 +1,13 @@
 """The demo world: deterministic files, datasets that load offline, prompts built from real rows, answers that
-follow the corpus' regularities, random labels that cannot be learnt, and a short training that writes
-standard checkpoints."""
+follow the corpus' regularities, random labels that cannot be learnt, held-out text for perplexity that the
+training corpus does not contain, and a short training that writes standard checkpoints."""
 
 from __future__ import annotations
 
 import csv
 import importlib
 import json
+import math
 import os
 import re
 from collections import Counter
@@ -15,14 +16,25 @@ from pathlib import Path
 import pytest
 
 from finetasks_afr.demo import world as demo_world
-from finetasks_afr.demo.world import FAMILIES, LANGUAGES, MIXES, N_CHOICES, World, build_world, corpus_for_mix
+from finetasks_afr.demo.world import (
+    FAMILIES,
+    LANGUAGES,
+    MIXES,
+    N_CHOICES,
+    PPL,
+    World,
+    build_world,
+    corpus_for_mix,
+    heldout_sentences,
+)
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 for _key, _value in OFFLINE.items():
     os.environ.setdefault(_key, _value)
 
-SIZES = {"facts": 64, "agreement": 64, "randlabel": 64, "tiny": 6}  # test items per language (default build)
-TRAIN_SIZES = {"facts": 8, "agreement": 8, "randlabel": 8, "tiny": 8}
+SIZES = {"facts": 64, "agreement": 64, "randlabel": 64, "tiny": 6, "text": 48}  # test items per language
+TRAIN_SIZES = {"facts": 8, "agreement": 8, "randlabel": 8, "tiny": 8}  # few-shot split (none for perplexity)
+PPL_METRICS = ["word_perplexity", "byte_perplexity", "bits_per_byte"]
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +75,17 @@ def test_manifest_round_trip_and_truth(world: World) -> None:
     loaded = World.load(world.root)
     assert loaded == world
     assert loaded.mixes == MIXES and loaded.languages == LANGUAGES
-    assert len(loaded.tasks) == len(FAMILIES) * len(LANGUAGES) * 2
+    assert len(loaded.tasks) == 4 * len(LANGUAGES) * 2 + len(LANGUAGES)  # 4 MC families x CF/MCF, one PPL family
     with (world.root / "truth.csv").open(newline="") as handle:
         truth = {row["task"]: row["kind"] for row in csv.DictReader(handle)}
     assert truth == {task.name: task.kind for task in world.tasks}
-    assert Counter(truth.values()) == {"learnable": 12, "random_label": 6, "too_small": 6}
+    assert Counter(truth.values()) == {"learnable": 12, "random_label": 6, "too_small": 6, "learnable_ppl": 3}
     names = {task.name for task in world.tasks}
     assert {"demofacts_qaa_cf", "demoagreement_qab_mcf", "demorandlabel_qab_mcf", "demotiny_qac_cf"} <= names
+    ppl = [task for task in loaded.tasks if task.formulation == PPL]
+    assert [task.name for task in ppl] == ["demotext_qaa", "demotext_qab", "demotext_qac"]
+    assert all(task.random_baseline is None and task.category == "GEN" for task in ppl)
+    assert json.loads((world.root / "world.json").read_text())["tasks"][-1]["random_baseline"] is None  # strict JSON
     with pytest.raises(FileNotFoundError, match=r"world\.json"):
         World.load(world.root / "nowhere")
 
@@ -93,8 +109,10 @@ def test_datasets_load_offline_with_fresh_cache_after_rebuild(tmp_path: Path) ->
         for family in FAMILIES:
             for language in LANGUAGES:
                 loaded = datasets.load_dataset(str(built.dataset_dir(family.name)), name=language, cache_dir=str(cache))
+                assert set(loaded) == set(family.splits)
                 assert loaded["test"].num_rows == SIZES[family.name]
-                assert loaded["train"].num_rows == TRAIN_SIZES[family.name]
+                if "train" in family.splits:
+                    assert loaded["train"].num_rows == TRAIN_SIZES[family.name]
                 assert loaded["test"][0] == rows(built, family.name, language)[0]
 
 
@@ -146,6 +164,39 @@ def test_random_labels_are_independent_of_the_content(world: World) -> None:
             assert row["choices"][row["truth"]] == facts[row["question"]]
 
 
+def test_heldout_text_is_new_sentences_of_the_language(world: World) -> None:
+    """The perplexity set: distinct sentences that are no line of the training corpus (nor part of one), made of
+    the language's own words (all of them in its corpus), with no English quiz scaffolding."""
+    for language in LANGUAGES:
+        texts = [row["text"] for row in rows(world, "text", language)]
+        assert len(texts) == len(set(texts)) == SIZES["text"]
+        corpus = world.corpus_path(language).read_text(encoding="utf-8")
+        lines = set(corpus.split("\n"))
+        vocabulary = {word.strip(".?") for word in corpus.split()}
+        for text in texts:
+            assert text not in lines and f"{text}\n" not in corpus, (language, text)
+            assert "Question" not in text and "Answer" not in text and "\n" not in text
+            assert text.endswith(".") and text == " ".join(text.split())
+            assert {word.strip(".") for word in text.split()} <= vocabulary, (language, text)
+
+
+def test_heldout_sentences_are_deterministic_and_avoid_what_is_seen(world: World) -> None:
+    """A pure function of its arguments; whatever is in `seen` never comes out (the corpus filter is real)."""
+    language = "qab"
+    lexicon = demo_world.make_lexicon(language, world.seed, world.items_per_task)
+    facts = demo_world.make_facts(lexicon, world.seed, rare=demo_world.tiny_persons(world.items_per_task))
+    _, _, pairs = demo_world.held_out_pairs(lexicon, world.seed, world.items_per_task)
+    seen = set(world.corpus_path(language).read_text(encoding="utf-8").split("\n"))
+    first = heldout_sentences(lexicon, facts, pairs, world.seed, seen)
+    assert first == heldout_sentences(lexicon, facts, pairs, world.seed, seen)
+    assert first == [row["text"] for row in rows(world, "text", language)]  # what build_world wrote
+    more = heldout_sentences(lexicon, facts, pairs, world.seed, seen | set(first[:10]), n=20)
+    assert not set(more) & set(first[:10])
+    assert more[:10] == first[10:20]  # the same stream, the excluded sentences skipped
+    unfiltered = heldout_sentences(lexicon, facts, pairs, world.seed, set(), n=200)
+    assert set(unfiltered) & seen  # without the filter the stream repeats corpus sentences: the filter matters
+
+
 def test_corpus_for_mix_follows_the_shares(world: World) -> None:
     docs = corpus_for_mix(world, "mix-a", 2000, seed=0)
     assert docs == corpus_for_mix(world, "mix-a", 2000, seed=0)
@@ -177,6 +228,7 @@ def tasks_module(world: World):
 @pytest.mark.slow
 def test_task_info_covers_the_table(tasks_module, world: World) -> None:
     from analysis.table import CATEGORIES, FORMULATIONS
+    from finetasks_afr.benchmarks import perplexity
 
     names = [config.name for config in tasks_module.TASKS_TABLE]
     assert sorted(names) == sorted(task.name for task in world.tasks)
@@ -185,19 +237,41 @@ def test_task_info_covers_the_table(tasks_module, world: World) -> None:
         info = tasks_module.TASK_INFO[task.name]
         assert (info.benchmark, info.language, info.formulation) == (task.benchmark, task.language, task.formulation)
         assert info.category in CATEGORIES and info.formulation in FORMULATIONS
-        assert info.random_baseline == pytest.approx(1 / N_CHOICES)
+        if task.formulation == PPL:  # as the suite's flores_ppl_<iso3>: GEN, no chance level
+            assert (info.formulation, info.category) == (perplexity.FORMULATION, perplexity.CATEGORY)
+            assert math.isnan(info.random_baseline)
+        else:
+            assert info.random_baseline == pytest.approx(1 / N_CHOICES)
 
 
 @pytest.mark.slow
 def test_metrics_and_splits(tasks_module) -> None:
     for config in tasks_module.TASKS_TABLE:
         metrics = [metric.metric_name for metric in config.metrics]
+        assert tuple(config.evaluation_splits) == ("test",)
+        assert Path(config.hf_repo).is_dir() and config.hf_subset in LANGUAGES
+        if config.name.startswith("demotext_"):
+            assert metrics == PPL_METRICS and config.few_shots_split is None  # 0-shot only
+            assert list(config.hf_avail_splits) == ["test"]
+            continue
         if config.name.endswith("_cf"):
             assert metrics == ["acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"]
         else:
             assert metrics == ["acc"]
-        assert tuple(config.evaluation_splits) == ("test",) and config.few_shots_split == "train"
-        assert Path(config.hf_repo).is_dir() and config.hf_subset in LANGUAGES
+        assert config.few_shots_split == "train"
+
+
+@pytest.mark.slow
+def test_perplexity_docs_loaded_by_lighteval(tasks_module, world: World) -> None:
+    """lighteval's own loading (the local dataset folder, offline) gives one Doc per held-out sentence: the
+    sentence is the query, nothing else is scored or counted."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    configs = {config.name: config for config in tasks_module.TASKS_TABLE}
+    for language in LANGUAGES:
+        docs = LightevalTask(configs[f"demotext_{language}"]).eval_docs()
+        assert [doc.query for doc in docs] == [row["text"] for row in rows(world, "text", language)]
+        assert all(doc.choices is None and doc.gold_index is None and doc.original_query is None for doc in docs)
 
 
 @pytest.mark.slow
@@ -205,6 +279,13 @@ def test_prompt_functions_build_docs_from_real_rows(tasks_module, world: World) 
     by_name = {task.name: task for task in world.tasks}
     for config in tasks_module.TASKS_TABLE:
         task = by_name[config.name]
+        if task.formulation == PPL:
+            for row in rows(world, task.dataset, task.subset)[:5]:
+                doc = config.prompt_function(row, config.name)
+                assert doc.query == row["text"] and doc.choices is None and doc.gold_index is None
+                assert doc.task_name == config.name
+            assert config.prompt_function({"id": "x", "text": "  "}, config.name) is None  # skipped, not scored
+            continue
         for row in rows(world, task.dataset, task.subset)[:5]:
             doc = config.prompt_function(row, config.name)
             assert doc.gold_index == [row["gold"]]

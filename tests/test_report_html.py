@@ -197,7 +197,7 @@ def test_report_command_writes_markdown_and_html(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for name in ("report.md", "report.html", "report_qab.html", "decisions.csv", "ranking.csv"):
         assert (tmp_path / name).is_file(), name
-    assert "6 of 24 tasks kept" in result.output
+    assert "9 of 27 tasks kept" in result.output
     assert (tmp_path / "report.md").read_text().startswith("# FineTasks selection report")
 
 
@@ -277,7 +277,8 @@ def test_chromium_renders_the_report(rendered: Path, tmp_path: Path, page: str) 
         result = analyse(demo_table, load_config())
         chosen = result.selection.decisions.filter(pl.col("chosen") & (pl.col("language") == "qab"))
         kept = set(chosen.filter(pl.col("kept")).get_column("task").to_list())
-        assert {row[0] for row in parsed.tables["kept"][1:]} == kept == {"demofacts_qab_cf", "demoagreement_qab_cf"}
+        expected = {"demofacts_qab_cf", "demoagreement_qab_cf", "demotext_qab"}
+        assert {row[0] for row in parsed.tables["kept"][1:]} == kept == expected
         dropped = {row[0] for row in parsed.tables["dropped"][1:]}
         assert dropped == set(chosen.get_column("task").to_list()) - kept
 

@@ -10,11 +10,14 @@ evaluated with lighteval through the sweep, collected, selected, aggregated and 
       aggregate/       ranking.csv
       truth_check.csv  each task's designed kind against the selection's verdict
 
-Every stage is resumable: a world, a trained run or an evaluated checkpoint already there is reused.
+Every stage is resumable: a world, a trained run or an evaluated checkpoint already there is reused. A world
+built by an older version of `world.py` is rebuilt in place (new tasks, same corpus); if its corpus changed, what
+was trained on the old one is stale and the demo stops, naming the fix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from collections.abc import Callable
@@ -22,8 +25,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from finetasks_afr.demo.world import World
 
 DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
@@ -81,6 +88,35 @@ def train_all(world, checkpoints: Path, settings: DemoSettings, log: Callable[[s
             log(f"trained {mix} seed {seed} ({time.perf_counter() - started:.0f} s so far)")
 
 
+def _corpus_digests(world_root: Path) -> dict[str, str]:
+    """Content digest of each corpus file of a world (empty when there is none)."""
+    return {
+        path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(world_root.glob("corpus/*.txt"))
+    }
+
+
+def prepare_world(out: Path, world_seed: int) -> World:
+    """The demo's world under `out/world`: reused when current, (re)built when missing or older.
+
+    A rebuilt world that changes the corpus would leave the tokenizer and checkpoints trained on the old one: an
+    error then, rather than a silently mixed demo."""
+    from finetasks_afr.demo.world import MANIFEST, WORLD_VERSION, World, build_world, manifest_version
+
+    world_root = out / "world"
+    if manifest_version(world_root) == WORLD_VERSION:
+        return World.load(world_root)
+    before = _corpus_digests(world_root) if (world_root / MANIFEST).is_file() else {}
+    world = build_world(world_root, world_seed)
+    trained = (world_root / "tokenizer").is_dir() or any((out / "checkpoints").glob("*/seed-*/DONE"))
+    if before and before != _corpus_digests(world_root) and trained:
+        raise RuntimeError(
+            f"the demo world under {world_root} was rebuilt for version {WORLD_VERSION} and its corpus changed: the "
+            f"tokenizer and checkpoints under {out} were trained on the old corpus; fix: remove {out} (or pass another "
+            "--out) and run the demo again"
+        )
+    return world
+
+
 def truth_check(world, decisions: pl.DataFrame) -> pl.DataFrame:
     """Each task's designed kind next to the selection's verdict on its chosen metric."""
     kinds = pl.DataFrame(
@@ -97,7 +133,6 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.table import write_scores
     from finetasks_afr.demo.train import train_tokenizer
-    from finetasks_afr.demo.world import MANIFEST, World, build_world
     from finetasks_afr.sweep.collect import collect
     from finetasks_afr.sweep.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
@@ -114,9 +149,8 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
         log(f"{stage}: {timings[stage]:.1f} s")
         clock = time.perf_counter()
 
-    world_root = out / "world"
-    built = (world_root / MANIFEST).is_file()
-    world = World.load(world_root) if built else build_world(world_root, settings.world_seed)
+    world = prepare_world(out, settings.world_seed)
+    world_root = world.root
     if not (world_root / "tokenizer").is_dir():
         train_tokenizer(world)
     lap("world")

@@ -4,10 +4,14 @@ The world directory comes from `$FINETASKS_AFR_DEMO_WORLD` (built by `finetasks_
 Without it the module still imports (`TASKS_TABLE = []`, `TASK_INFO = {}`), so tools that import every module do
 not break; `build_tasks(world_root)` builds the table explicitly and names what is missing.
 
-Every task uses lighteval's multiple-choice template with English prompt words (`Question: ...\\nAnswer:`), in CF
-or MCF (letters) form, reads its local dataset directory (config = language, evaluation split `test`, few-shot
-split `train`), and gets the suite's metrics (`finetasks_afr.benchmarks.common.mc_metrics`). Importing applies
-`finetasks_afr.compat` (lighteval 0.13's acc_norm_token and acc_norm_pmi fixes), like `finetasks_afr/tasks.py`.
+Every multiple-choice task uses lighteval's multiple-choice template with English prompt words
+(`Question: ...\\nAnswer:`), in CF or MCF (letters) form, reads its local dataset directory (config = language,
+evaluation split `test`, few-shot split `train`), and gets the suite's metrics
+(`finetasks_afr.benchmarks.common.mc_metrics`). The perplexity tasks (`demotext_<lang>`, formulation PPL) are built
+as the suite's `flores_ppl_<iso3>` are, with `finetasks_afr.benchmarks.perplexity`'s own prompt function, metrics
+and metadata: the held-out sentence is the query, 0-shot, category GEN, no random baseline (NaN). Importing applies
+`finetasks_afr.compat` (lighteval 0.13's acc_norm_token, acc_norm_pmi and loglikelihood_rolling fixes), like
+`finetasks_afr/tasks.py`.
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from lighteval.utils.language import Language
 
 from analysis.table import TaskInfo
 from finetasks_afr import compat
+from finetasks_afr.benchmarks import perplexity
 from finetasks_afr.benchmarks.common import mc_metrics
-from finetasks_afr.demo.world import MANIFEST, DemoTask, World
+from finetasks_afr.demo.world import MANIFEST, PPL, TEXT_FIELD, DemoTask, World
 
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
 FORMULATION: dict[str, Formulation] = {"CF": CFFormulation(), "MCF": MCFFormulation("Letters")}
@@ -42,13 +47,26 @@ def adapter(line: dict) -> MCQInput:
     return {"question": str(line["question"]), "choices": choices, "gold_idx": gold}
 
 
-def prompt_function(task: DemoTask) -> Callable[[dict, str], Doc]:
-    """lighteval's own multiple-choice template (English prompt words), as the real suite uses."""
+def is_perplexity(task: DemoTask) -> bool:
+    return task.formulation == PPL
+
+
+def prompt_function(task: DemoTask) -> Callable[[dict, str], Doc | None]:
+    """lighteval's own multiple-choice template (English prompt words), as the real suite uses; for perplexity,
+    the suite's text prompt (the cleaned sentence is the query, no choices)."""
+    if is_perplexity(task):
+        return perplexity.text_prompt(task.name, TEXT_FIELD)
     return get_mcq_prompt_function(Language.ENGLISH, adapter, formulation=FORMULATION[task.formulation])
 
 
 def task_info(task: DemoTask) -> TaskInfo:
-    """What the collector needs to fill the score table's task columns."""
+    """What the collector needs to fill the score table's task columns (a perplexity has no chance level: NaN,
+    as `perplexity.NO_RANDOM_BASELINE`, so the analysis reports non-randomness as not applicable)."""
+    if is_perplexity(task):
+        return TaskInfo(task.benchmark, task.language, perplexity.CATEGORY, perplexity.FORMULATION,
+                        perplexity.NO_RANDOM_BASELINE)  # fmt: skip
+    if task.random_baseline is None:
+        raise ValueError(f"{task.name}: a multiple-choice task needs its random baseline")
     return TaskInfo(task.benchmark, task.language, task.category, task.formulation, task.random_baseline)
 
 
@@ -63,17 +81,20 @@ def data_version(world: World, task: DemoTask) -> int:
 
 
 def task_config(world: World, task: DemoTask) -> LightevalTaskConfig:
-    """A task reading the world's local dataset folder (no hub), with the suite's metrics."""
+    """A task reading the world's local dataset folder (no hub), with the suite's metrics.
+
+    Perplexity tasks, like the suite's, have only a `test` split and no few-shot split (0-shot only)."""
+    ppl = is_perplexity(task)
     return LightevalTaskConfig(
         name=task.name,
-        prompt_function=prompt_function(task),
+        prompt_function=prompt_function(task),  # type: ignore[arg-type]  # lighteval skips rows that give None
         hf_repo=str(world.dataset_dir(task.dataset)),
         hf_subset=task.subset,
-        hf_avail_splits=["test", "train"],
+        hf_avail_splits=["test"] if ppl else ["test", "train"],
         evaluation_splits=["test"],
-        few_shots_split="train",
-        metrics=mc_metrics(FORMULATION[task.formulation]),
-        generation_size=-1,
+        few_shots_split=None if ppl else "train",
+        metrics=list(perplexity.METRICS) if ppl else mc_metrics(FORMULATION[task.formulation]),
+        generation_size=None if ppl else -1,
         version=data_version(world, task),
     )
 

@@ -18,6 +18,11 @@ Evaluation datasets (`root/datasets/<family>/`, one config per language, splits 
   content; the draw is taken from the first seed whose golds agree with the true answer on a hair less than
   chance's share of the items, so a model that learns the facts cannot lift it above chance by the draw's luck.
 - `tiny` (GK, too small): 6 facts items about the least-mentioned people: learnable, but too few to be stable.
+- `text` (GEN, perplexity, split `test` only): 48 held-out sentences per language, drawn by the corpus' own
+  writer from its own random stream, keeping only sentences that are no line of the language's training corpus
+  (`heldout_sentences`). The models learn the language, so its bits per byte should fall steadily. At the default
+  corpus size every fact sentence is already said in the corpus, so what remains is (nearly) all grammatical
+  prose: new noun-adjective-verb-time combinations of the corpus' own noun-verb pairs.
 
 Every gold position (letter) is balanced, so an MCF model that always answers one letter scores chance exactly.
 
@@ -44,11 +49,13 @@ MIXES: dict[str, dict[str, float]] = {
     "mix-b": {"qaa": 0.1, "qab": 0.3, "qac": 0.6},
 }
 FORMULATIONS: tuple[str, ...] = ("CF", "MCF")
+PPL = "PPL"  # the perplexity formulation (finetasks_afr.benchmarks.perplexity.FORMULATION; no lighteval import here)
+TEXT_FIELD = "text"  # the field the perplexity task scores
 N_CHOICES = 4
 MANIFEST = "world.json"
-WORLD_VERSION = 1
+WORLD_VERSION = 2  # 2: the `text` (perplexity) family
 
-Kind = Literal["learnable", "random_label", "too_small"]
+Kind = Literal["learnable", "random_label", "too_small", "learnable_ppl"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,13 @@ class Family:
     benchmark: str
     category: str
     kind: Kind
+    formulations: tuple[str, ...] = FORMULATIONS
+
+    @property
+    def splits(self) -> tuple[str, ...]:
+        """Dataset splits: multiple choice has a few-shot split; perplexity is 0-shot (few-shot text would be scored
+        but not counted by the metrics), so it has `test` only."""
+        return ("test",) if self.formulations == (PPL,) else ("test", "train")
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -66,6 +80,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("agreement", "demo-agreement", "RES", "learnable"),
     Family("randlabel", "demo-randlabel", "NLU", "random_label"),
     Family("tiny", "demo-tiny", "GK", "too_small"),
+    Family("text", "demo-text", "GEN", "learnable_ppl", (PPL,)),
 )
 
 # Per language: consonants and vowels of its syllables (disjoint consonants, so no word is shared).
@@ -81,6 +96,8 @@ NOUNS_PER_CLASS = 8
 N_VERBS = 16
 N_ADJECTIVES = 8
 TINY_ITEMS = 6
+TEXT_ITEMS = 48  # held-out sentences per language (perplexity task): cheap to score, enough to average
+HELDOUT_DRAWS = 200_000  # at most this many sentence draws to find them (a few thousand suffice at default size)
 TRAIN_ITEMS = 8  # few-shot split size per family
 PERSON_ZIPF_OFFSET = 4.0  # the most talked-about person is mentioned ~14x as often as the least
 PERSON_ZIPF_EXPONENT = 1.0
@@ -92,15 +109,27 @@ NOUN_ZIPF_OFFSET = 3.0
 class DemoTask:
     """One lighteval task of the demo, with what the analysis needs and the truth it should recover."""
 
-    name: str  # demo<family>_<lang>_<cf|mcf>
+    name: str  # demo<family>_<lang>_<cf|mcf>, or demo<family>_<lang> for perplexity
     benchmark: str
     language: str
     category: str
-    formulation: str  # "CF" | "MCF"
-    random_baseline: float
-    kind: str  # "learnable" | "random_label" | "too_small"
+    formulation: str  # "CF" | "MCF" | "PPL"
+    random_baseline: float | None  # None: no chance level (perplexity; NaN in TASK_INFO, null in the table)
+    kind: str  # "learnable" | "random_label" | "too_small" | "learnable_ppl"
     subset: str  # dataset config name (the language code)
     dataset: str = ""  # folder under root/datasets (the family name)
+
+
+class StaleWorldError(ValueError):
+    """A world built by an older version of this module (other tasks or files): rebuild it."""
+
+
+def manifest_version(root: Path) -> int | None:
+    """The version in `root/world.json`, None when there is no (readable) manifest."""
+    try:
+        return json.loads((Path(root) / MANIFEST).read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass
@@ -124,6 +153,11 @@ class World:
         if not path.is_file():
             raise FileNotFoundError(f"no demo world at {root}: {path} is missing (build it with build_world)")
         data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != WORLD_VERSION:
+            raise StaleWorldError(
+                f"the demo world at {root} has version {data.get('version')}, this code needs {WORLD_VERSION}; "
+                "fix: rebuild it with build_world (the demo does this itself)"
+            )
         return cls(
             root=root,
             languages=tuple(data["languages"]),
@@ -350,10 +384,14 @@ QUIZ_SHARES = (("town", 0.4), ("clan", 0.4), ("agreement", 0.2))
 
 
 class _Writer:
-    """Draws the corpus sentences of one language: people and nouns by their weights (cumulative, for speed)."""
+    """Draws the corpus sentences of one language: people and nouns by their weights (cumulative, for speed).
 
-    def __init__(self, lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int) -> None:
-        self.rng = random.Random(f"corpus-{seed}-{lexicon.language}")
+    `stream` names the random stream: "corpus" for the training corpus, another name for text drawn the same way
+    but independently (the held-out sentences)."""
+
+    def __init__(self, lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int,
+                 stream: str = "corpus") -> None:  # fmt: skip
+        self.rng = random.Random(f"{stream}-{seed}-{lexicon.language}")
         self.lexicon, self.facts, self.pairs = lexicon, facts, list(pairs)
         self.people = range(len(lexicon.persons))
         self.person_cum = list(accumulate(facts.person_weight))
@@ -429,6 +467,35 @@ def corpus_documents(lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, 
                      seed: int) -> Iterator[list[str]]:  # fmt: skip
     """`n_docs` documents (lists of lines): fact paragraphs, grammatical paragraphs and quiz pages."""
     return _Writer(lexicon, facts, pairs, seed).documents(n_docs)
+
+
+PROSE_SHARES = tuple((kind, weight) for kind, weight in DOC_SHARES if kind != "quiz")
+
+
+def heldout_sentences(lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int,
+                      seen: set[str], n: int = TEXT_ITEMS) -> list[str]:  # fmt: skip
+    """`n` distinct sentences of the language that are not in `seen` (the training corpus' lines).
+
+    Drawn by the corpus writer on its own random stream ("heldout"), so they follow the corpus' distribution of
+    prose (facts and grammar, in the corpus' shares) minus what the models were trained on. Quiz pages are left
+    out: their `Question:`/`Answer:` scaffolding is English, not the language. Deterministic given the arguments.
+    """
+    writer = _Writer(lexicon, facts, pairs, seed, stream="heldout")
+    draw = {"facts": writer.fact, "grammar": writer.agreement}
+    kinds, weights = [kind for kind, _ in PROSE_SHARES], [weight for _, weight in PROSE_SHARES]
+    chosen: dict[str, None] = {}  # insertion-ordered set
+    for _ in range(HELDOUT_DRAWS):
+        sentence = draw[writer.rng.choices(kinds, weights)[0]]()
+        if sentence not in seen:
+            chosen[sentence] = None
+            if len(chosen) == n:
+                return list(chosen)
+    raise RuntimeError(f"{lexicon.language}: only {len(chosen)} held-out sentences in {HELDOUT_DRAWS} draws")
+
+
+def text_rows(language: str, sentences: Sequence[str]) -> list[dict[str, Any]]:
+    """The perplexity dataset's rows: an id and the sentence (field TEXT_FIELD)."""
+    return [{"id": f"{language}-text-{i:03d}", TEXT_FIELD: sentence} for i, sentence in enumerate(sentences)]
 
 
 def read_documents(path: Path) -> list[str]:
@@ -592,16 +659,20 @@ def _readme(family: Family, paths: dict[str, dict[str, str]]) -> str:
     lines = ["---", "configs:"]
     for config in sorted(paths):
         lines += [f"- config_name: {config}", "  data_files:"]
-        for split in ("test", "train"):
+        for split in family.splits:
             lines += [f"  - split: {split}", f"    path: {paths[config][split]}"]
-    lines += [
-        "---",
-        f"# {family.benchmark}: synthetic demo dataset ({family.kind}, {family.category})",
-        "",
-        "Generated by finetasks_afr.demo.world; fields: id, question, choices, gold (index), truth (index of the",
-        "answer the world's regularities give; equals gold except in the random-label dataset).",
-        "",
-    ]
+    if family.formulations == (PPL,):
+        fields = [
+            f"Generated by finetasks_afr.demo.world; fields: id, {TEXT_FIELD} (a sentence of the language that is no",
+            "line of its training corpus: held-out text for perplexity).",
+        ]
+    else:
+        fields = [
+            "Generated by finetasks_afr.demo.world; fields: id, question, choices, gold (index), truth (index of the",
+            "answer the world's regularities give; equals gold except in the random-label dataset).",
+        ]
+    title = f"# {family.benchmark}: synthetic demo dataset ({family.kind}, {family.category})"
+    lines += ["---", title, "", *fields, ""]
     return "\n".join(lines)
 
 
@@ -625,21 +696,22 @@ def _write_dataset(directory: Path, family: Family, files: dict[str, dict[str, s
 
 
 def _tasks(languages: Sequence[str]) -> list[DemoTask]:
+    """Every family x language x formulation; perplexity tasks have no formulation suffix and no chance level."""
     return [
         DemoTask(
-            name=f"demo{family.name}_{lang}_{formulation.lower()}",
+            name=f"demo{family.name}_{lang}" + ("" if formulation == PPL else f"_{formulation.lower()}"),
             benchmark=family.benchmark,
             language=lang,
             category=family.category,
             formulation=formulation,
-            random_baseline=1 / N_CHOICES,
+            random_baseline=None if formulation == PPL else 1 / N_CHOICES,
             kind=family.kind,
             subset=lang,
             dataset=family.name,
         )
         for family in FAMILIES
         for lang in languages
-        for formulation in FORMULATIONS
+        for formulation in family.formulations
     ]
 
 
@@ -663,10 +735,12 @@ def build_world(root: Path, seed: int = 0, *, items_per_task: int = 64, docs_per
         lexicon = make_lexicon(lang, seed, items_per_task)
         facts = make_facts(lexicon, seed, rare=tiny_persons(items_per_task))
         _, _, corpus_pairs = held_out_pairs(lexicon, seed, items_per_task)
-        docs = corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed)
-        _write_text(world.corpus_path(lang), _corpus_text(docs))
+        corpus = _corpus_text(corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed))
+        _write_text(world.corpus_path(lang), corpus)
         for name, splits in make_dataset_rows(lexicon, facts, seed, items_per_task).items():
             dataset_files[name][lang] = {split: _jsonl(rows) for split, rows in splits.items()}
+        heldout = heldout_sentences(lexicon, facts, corpus_pairs, seed, set(corpus.split("\n")))
+        dataset_files["text"][lang] = {"test": _jsonl(text_rows(lang, heldout))}
     for family in FAMILIES:
         world.data_files[family.name] = _write_dataset(world.dataset_dir(family.name), family,
                                                        dataset_files[family.name])  # fmt: skip
@@ -694,11 +768,16 @@ __all__ = [
     "FAMILIES",
     "LANGUAGES",
     "MIXES",
+    "PPL",
+    "TEXT_FIELD",
     "DemoTask",
     "Family",
+    "StaleWorldError",
     "World",
     "build_world",
     "corpus_for_mix",
+    "heldout_sentences",
+    "manifest_version",
     "qa_text",
     "read_documents",
 ]
