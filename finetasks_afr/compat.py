@@ -251,6 +251,40 @@ def applied() -> frozenset[str]:
     return frozenset(_ACTIVE)
 
 
+def _pmi_bug_present() -> bool:
+    return pmi_backend_bug_present() and pmi_metric_bug_present()
+
+
+# Per fix: the probe that finds the bug (looked up at call time, so tests can replace it) and what apply()
+# reports when the bug is gone.
+_PROBES: tuple[tuple[str, Callable[[], bool], str], ...] = (
+    (
+        FIX_TOKEN_NORM,
+        lambda: token_norm_bug_present(),
+        "_loglikelihood_tokens no longer pads/double-slices continuations",
+    ),
+    (
+        FIX_PMI,
+        lambda: _pmi_bug_present(),
+        "the transformers backend scores unconditioned_query, or LoglikelihoodAcc reads it",
+    ),
+    (
+        FIX_ROLLING,
+        lambda: rolling_bug_present(),
+        "_loglikelihood_tokens no longer scores rolling tokens with unshifted logits",
+    ),
+    (FIX_BOOTSTRAP, lambda: bootstrap_pool_present(), "_bootstrap_internal no longer starts a process pool"),
+)
+
+
+def _activate(fix: str, probe: Callable[[], bool], skipped: str) -> str:
+    """Mark `fix` active when it already is or its probe still finds the bug; the outcome for apply()'s status."""
+    if fix in _ACTIVE or probe():
+        _ACTIVE.add(fix)
+        return "applied"
+    return f"skipped: {skipped}"
+
+
 def apply() -> dict[str, str]:
     """Install the fixes this lighteval needs (idempotent). Returns, per fix, 'applied' or why not."""
     switch = os.environ.get(ENV_SWITCH, "").strip().lower()
@@ -263,41 +297,7 @@ def apply() -> dict[str, str]:
         logger.warning("finetasks_afr.compat steps aside: %s (fixes for issues 1170, 997, 1299 not applied)", message)
         return dict.fromkeys(FIXES, f"skipped: {message}")
 
-    status: dict[str, str] = {}
-    if FIX_TOKEN_NORM in _ACTIVE:
-        status[FIX_TOKEN_NORM] = "applied"
-    elif token_norm_bug_present():
-        _ACTIVE.add(FIX_TOKEN_NORM)
-        status[FIX_TOKEN_NORM] = "applied"
-    else:
-        status[FIX_TOKEN_NORM] = "skipped: _loglikelihood_tokens no longer pads/double-slices continuation tokens"
-
-    if FIX_PMI in _ACTIVE:
-        status[FIX_PMI] = "applied"
-    elif not pmi_backend_bug_present():
-        status[FIX_PMI] = "skipped: the transformers backend already scores unconditioned_query"
-    elif not pmi_metric_bug_present():
-        status[FIX_PMI] = "skipped: LoglikelihoodAcc already reads unconditioned_logprobs"
-    else:
-        _ACTIVE.add(FIX_PMI)
-        status[FIX_PMI] = "applied"
-
-    if FIX_ROLLING in _ACTIVE:
-        status[FIX_ROLLING] = "applied"
-    elif rolling_bug_present():
-        _ACTIVE.add(FIX_ROLLING)
-        status[FIX_ROLLING] = "applied"
-    else:
-        status[FIX_ROLLING] = "skipped: _loglikelihood_tokens no longer scores rolling tokens with unshifted logits"
-
-    if FIX_BOOTSTRAP in _ACTIVE:
-        status[FIX_BOOTSTRAP] = "applied"
-    elif bootstrap_pool_present():
-        _ACTIVE.add(FIX_BOOTSTRAP)
-        status[FIX_BOOTSTRAP] = "applied"
-    else:
-        status[FIX_BOOTSTRAP] = "skipped: _bootstrap_internal no longer starts a process pool"
-
+    status = {fix: _activate(fix, probe, skipped) for fix, probe, skipped in _PROBES}
     if _ACTIVE:
         _install()
     for fix, outcome in status.items():

@@ -20,20 +20,28 @@ BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
 
 
-def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
-    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus`; its post-processor prepends `<s>`."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[str]):
+    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus` (no post-processor yet)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=special_tokens,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(list(corpus), trainer=trainer)
+    return tokenizer
+
+
+def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
+    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus`; its post-processor prepends `<s>`."""
+    from tokenizers import processors
+
+    tokenizer = _trained_bpe(corpus, vocab_size, SPECIAL_TOKENS)
     bos_id = tokenizer.token_to_id(BOS)
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, bos_id)]
@@ -52,6 +60,23 @@ def _training_batches(token_ids: list[int], seq_len: int, batch_size: int, steps
     for _ in range(steps):
         chosen = [rng.choice(starts) for _ in range(batch_size)]
         yield torch.tensor([token_ids[s : s + seq_len] for s in chosen], dtype=torch.long)
+
+
+def _fit(model, batches, *, seed: int, learning_rate: float) -> None:
+    """AdamW over `(input_ids, labels)` batches, under a torch seed of its own (the caller's RNG state is kept)."""
+    import torch
+
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed + 1)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    with torch.enable_grad():
+        for inputs, labels in batches:
+            loss = model(input_ids=inputs, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+    torch.random.set_rng_state(generator_state)
 
 
 def make_tiny_causal_lm(
@@ -124,17 +149,8 @@ def make_tiny_causal_lm(
             token_ids.extend(tokenizer(text, add_special_tokens=True)["input_ids"])
             token_ids.append(tokenizer.eos_token_id)
         seq_len = min(train_seq_len, max_position_embeddings)
-        generator_state = torch.random.get_rng_state()
-        torch.manual_seed(seed + 1)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-        model.train()
-        with torch.enable_grad():
-            for batch in _training_batches(token_ids, seq_len, train_batch_size, train_steps, seed):
-                loss = model(input_ids=batch, labels=batch).loss
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-        torch.random.set_rng_state(generator_state)
+        batches = _training_batches(token_ids, seq_len, train_batch_size, train_steps, seed)
+        _fit(model, ((batch, batch) for batch in batches), seed=seed, learning_rate=learning_rate)
     model.eval()
 
     tokenizer.save_pretrained(out_dir)
@@ -149,18 +165,9 @@ MASKED_SPECIAL_TOKENS = [PAD, BOS, EOS, MASK]  # ids 0, 1, 2, 3
 def train_masked_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
     """A byte-level BPE `tokenizers.Tokenizer` for a BERT-style masked LM: `<s> text </s>`, with a `<mask>` token
     (RoBERTa's conventions: `<s>` is the classifier token, `</s>` the separator)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import processors
 
-    tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=MASKED_SPECIAL_TOKENS,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tokenizer.train_from_iterator(list(corpus), trainer=trainer)
+    tokenizer = _trained_bpe(corpus, vocab_size, MASKED_SPECIAL_TOKENS)
     bos_id, eos_id = tokenizer.token_to_id(BOS), tokenizer.token_to_id(EOS)
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A {EOS}", pair=f"{BOS} $A {EOS} $B {EOS}", special_tokens=[(BOS, bos_id), (EOS, eos_id)]
@@ -263,20 +270,10 @@ def make_tiny_masked_lm(
             token_ids.extend(tokenizer(text, add_special_tokens=False)["input_ids"])
         special = (tokenizer.bos_token_id, tokenizer.eos_token_id, tokenizer.mask_token_id)
         seq_len = min(train_seq_len, max_position_embeddings)
-        generator_state = torch.random.get_rng_state()
-        torch.manual_seed(seed + 1)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-        model.train()
-        with torch.enable_grad():
-            batches = _mlm_batches(
-                token_ids, seq_len=seq_len, batch_size=train_batch_size, steps=train_steps, seed=seed, special=special
-            )
-            for inputs, labels in batches:
-                loss = model(input_ids=inputs, labels=labels).loss
-                loss.backward()
-                optimizer.step()
-                optimizer.zero_grad(set_to_none=True)
-        torch.random.set_rng_state(generator_state)
+        batches = _mlm_batches(
+            token_ids, seq_len=seq_len, batch_size=train_batch_size, steps=train_steps, seed=seed, special=special
+        )
+        _fit(model, batches, seed=seed, learning_rate=learning_rate)
     model.eval()
 
     tokenizer.save_pretrained(out_dir)

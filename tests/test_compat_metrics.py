@@ -17,8 +17,6 @@ The built-in task registry is replaced by the custom task alone (offline, lighte
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import shutil
 import types
@@ -31,6 +29,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from local_dataset import write_local_dataset  # noqa: E402
 
 from bench.probe_tasks import probe_task_module  # noqa: E402
 from finetasks_afr import compat  # noqa: E402
@@ -149,17 +148,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
-    # `datasets` caches a local dataset directory under its BASENAME (+ config and README), not its content or
-    # full path: a directory named after its content cannot be served stale rows from an older run.
-    lines = "".join(json.dumps(doc, ensure_ascii=False) + "\n" for doc in DOCS)
-    digest = hashlib.sha256(lines.encode()).hexdigest()[:16]
-    root = tmp_path_factory.mktemp("probe") / f"compat_probe_{digest}"
-    root.mkdir()
-    (root / "test.jsonl").write_text(lines, encoding="utf-8")
-    (root / "README.md").write_text(
-        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: test.jsonl\n---\n"
-    )
-    return root
+    return write_local_dataset(tmp_path_factory.mktemp("probe"), "compat_probe", {"test": DOCS})
 
 
 def _task_module(data_dir: Path, metric_names=METRIC_NAMES) -> types.ModuleType:

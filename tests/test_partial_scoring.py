@@ -14,8 +14,6 @@ The stock run also leaves its values in lighteval's prediction cache, and the pa
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 import shutil
 import types
@@ -27,6 +25,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from local_dataset import write_local_dataset  # noqa: E402
 
 from finetasks_afr import compat, partial_scoring  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
@@ -138,19 +137,9 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
-    # `datasets` caches a local dataset under its directory's basename: name it after its content.
-    splits = {"test": TEST_ROWS, "dev": DEV_ROWS}
-    text = {
-        split: "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows) for split, rows in splits.items()
-    }
-    digest = hashlib.sha256(json.dumps(text).encode()).hexdigest()[:16]
-    root = tmp_path_factory.mktemp("wino") / f"winogrande_partial_{digest}"
-    root.mkdir()
-    for split, lines in text.items():
-        (root / f"{split}.jsonl").write_text(lines, encoding="utf-8")
-    files = "".join(f"  - split: {split}\n    path: {split}.jsonl\n" for split in splits)
-    (root / "README.md").write_text(f"---\nconfigs:\n- config_name: default\n  data_files:\n{files}---\n")
-    return root
+    return write_local_dataset(
+        tmp_path_factory.mktemp("wino"), "winogrande_partial", {"test": TEST_ROWS, "dev": DEV_ROWS}
+    )
 
 
 @pytest.fixture(scope="module")

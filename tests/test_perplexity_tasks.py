@@ -29,6 +29,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import pytest  # noqa: E402
+from local_dataset import write_local_dataset  # noqa: E402
 
 from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.benchmarks import perplexity  # noqa: E402
@@ -285,13 +286,7 @@ def probe_module(tmp_path_factory) -> types.ModuleType:
     """A custom tasks module: our prompt function and metrics over a local dataset directory."""
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-    lines = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in PROBE_ROWS)
-    root = tmp_path_factory.mktemp("ppl_probe") / f"ppl_probe_{abs(hash(lines)) % 10**12}"  # datasets caches by name
-    root.mkdir()
-    (root / "test.jsonl").write_text(lines, encoding="utf-8")
-    (root / "README.md").write_text(
-        "---\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: test.jsonl\n---\n"
-    )
+    root = write_local_dataset(tmp_path_factory.mktemp("ppl_probe"), "ppl_probe", {"test": PROBE_ROWS})
     module = types.ModuleType("ppl_probe_tasks")
     module.TASKS_TABLE = [
         LightevalTaskConfig(
