@@ -527,13 +527,21 @@ def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadRep
 
 @dataclass(frozen=True)
 class TaskInfo:
-    """What the result files do not say about a task: its family, language, category and chance score."""
+    """What the result files do not say about a task: its family, language, category and chance score.
+
+    The one task-metadata record of the project: the suite's `TASK_INFO` (finetasks_afr.benchmarks.common) fills
+    the last three fields too (which prompt words, which dataset and config the task reads); the score table
+    needs only the first five.
+    """
 
     benchmark: str
     language: str
     category: str
     formulation: str
     random_baseline: float
+    prompt: str = "native"  # "native" (in-language prompt words) or "en" (English words)
+    dataset: str = ""  # key of finetasks_afr.sources.SOURCES ("" for tasks outside the suite)
+    subset: str = ""  # the dataset config the task reads
 
 
 MMLU_SUBJECTS: tuple[str, ...] = (

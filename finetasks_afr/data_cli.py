@@ -18,7 +18,7 @@ console = Console(stderr=True)
 OutOpt = Annotated[Path, typer.Option("--out", help=f"Mirror root (point ${DATA_DIR_ENV} at it).")]
 DatasetOpt = Annotated[
     list[str] | None,
-    typer.Option("--dataset", "-d", help=f"Dataset key (repeatable). Keys: {', '.join(SOURCES)}."),
+    typer.Option("--dataset", "-d", help="Dataset key (repeatable); `finetasks-afr data sources` lists them."),
 ]
 ConfigOpt = Annotated[
     list[str] | None, typer.Option("--config", "-c", help="Only this config name (repeatable), e.g. hau_Latn.")

@@ -1,13 +1,14 @@
 """Every language our African benchmarks cover, with each dataset's own code for it.
 
 One :class:`AfricanLanguage` per ISO 639-3 code (the code our task names use). ``codes`` maps a dataset key
-(one of :data:`DATASETS`) to that dataset's own name for the language: a hub config name (``hau``,
+(a key of :data:`DATASET_CODES`) to that dataset's own name for the language: a hub config name (``hau``,
 ``swh_Latn``, ``yo_multiple_choice``) or, for the Bridging-the-Gap files, the file suffix (``zu``).
 
-The per-dataset tables below (:data:`DATASET_CODES`) are the single source of truth; they follow
-``shared/notes/hub-datasets.md`` and the folder names in ``shared/data``. Codes deliberately left out of a
-dataset (non-African languages other than English, and a second script of a language already mapped) are
-listed, with the reason, in :data:`EXCLUDED_CONFIGS`.
+Each dataset's table of codes lives in its benchmark module (``DatasetSource.codes`` in the module's
+``SOURCES``, following ``shared/notes/hub-datasets.md`` and the folder names in ``shared/data``); this module
+holds the languages themselves and reads the codes from there (:data:`DATASET_CODES`, built on first use).
+Codes deliberately left out of a dataset (non-African languages other than English, and a second script of
+a language already mapped) are listed with the reason in ``DatasetSource.excluded`` (:data:`EXCLUDED_CONFIGS`).
 
 Oddities to remember:
 
@@ -22,10 +23,12 @@ Oddities to remember:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from lighteval.utils.language import Language
+
+from finetasks_afr.sources import SOURCES, LazyMapping
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,11 @@ class AfricanLanguage:
     script: str  # ISO 15924 code of the script the datasets use ("Latn", "Ethi", "Arab", "Tfng")
     family: str  # "Niger-Congo (Volta-Niger)", "Afro-Asiatic (Chadic)", ...
     lighteval: Language | None  # lighteval's Language member; None when lighteval has none
-    codes: Mapping[str, str] = field(hash=False)  # dataset key -> that dataset's code for this language
+
+    @property
+    def codes(self) -> Mapping[str, str]:
+        """Dataset key -> that dataset's code for this language (from the benchmark modules' sources)."""
+        return MappingProxyType({key: table[self.iso3] for key, table in DATASET_CODES.items() if self.iso3 in table})
 
 
 # (iso3, name, script, family, lighteval member)
@@ -104,120 +111,50 @@ _INFO: tuple[tuple[str, str, str, str, Language | None], ...] = (
 )
 
 
-def _same(codes: str) -> dict[str, str]:
+def same_codes(codes: str) -> dict[str, str]:
     """Datasets whose config names are the ISO 639-3 codes themselves."""
     return {code: code for code in codes.split()}
 
 
-def _flores(codes: str) -> dict[str, str]:
+def flores_codes(codes: str) -> dict[str, str]:
     """FLORES-style configs ("hau_Latn"); Swahili is swh_Latn and Oromo gaz_Latn there."""
     rename = {"swh": "swa", "gaz": "orm"}
     return {rename.get(code.split("_")[0], code.split("_")[0]): code for code in codes.split()}
 
 
-# Bridging the Gap (Winogrande and MMLU clinical/medicine/virology): file suffix per language, "en" = English.
-_BRIDGING = {
-    "afr": "af", "amh": "am", "bam": "bm", "ibo": "ig", "nso": "nso", "sna": "sn",
-    "sot": "st", "tsn": "tn", "tso": "ts", "xho": "xh", "zul": "zu", "eng": "en",
-}  # fmt: skip
+IROKOBENCH = "amh eng ewe hau ibo kin lin lug orm sna sot swa twi wol xho yor zul"
+"""The languages of IrokoBench's AfriMMLU, AfriXNLI and AfriMGSM (ISO 639-3 = their config names; fra left out)."""
 
-_IROKO = "amh eng ewe hau ibo kin lin lug orm sna sot swa twi wol xho yor zul"
 
-# dataset key -> {iso3: that dataset's code}. The order of this dict is the order of DATASETS.
-DATASET_CODES: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        "winogrande_afr": _BRIDGING,
-        "mmlu_clinical_afr": _BRIDGING,
-        # The 29 African variants of facebook/belebele (hub-datasets.md section 6) + English.
-        "belebele": _flores(
-            "afr_Latn amh_Ethi ary_Arab arz_Arab bam_Latn fuv_Latn gaz_Latn hau_Latn ibo_Latn kea_Latn "
-            "kin_Latn lin_Latn lug_Latn luo_Latn nso_Latn nya_Latn plt_Latn sna_Latn som_Latn sot_Latn "
-            "ssw_Latn swh_Latn tir_Ethi tsn_Latn tso_Latn wol_Latn xho_Latn yor_Latn zul_Latn eng_Latn"
-        ),
-        "afrimmlu": _same(_IROKO),
-        "afrixnli": _same(_IROKO),
-        "afrimgsm": _same(_IROKO + " vai"),
-        # hub-datasets.md 7a (53) + tsn_Latn (in shared/data/sib200, missing from lm-eval's list) + English.
-        "sib200": _flores(
-            "aeb_Arab afr_Latn aka_Latn amh_Ethi ary_Arab arz_Arab bam_Latn bem_Latn cjk_Latn dik_Latn "
-            "dyu_Latn ewe_Latn fon_Latn fuv_Latn gaz_Latn hau_Latn ibo_Latn kab_Latn kam_Latn kbp_Latn "
-            "kea_Latn kik_Latn kin_Latn kmb_Latn knc_Latn kon_Latn lin_Latn lua_Latn lug_Latn luo_Latn "
-            "mos_Latn nso_Latn nus_Latn nya_Latn plt_Latn run_Latn sag_Latn sna_Latn som_Latn sot_Latn "
-            "ssw_Latn swh_Latn taq_Latn tir_Ethi tsn_Latn tso_Latn tum_Latn twi_Latn tzm_Tfng umb_Latn "
-            "wol_Latn xho_Latn yor_Latn zul_Latn eng_Latn"
-        ),
-        "masakhanews": _same("amh eng hau ibo lin lug orm pcm run sna som swa tir xho yor"),
-        "afrisenti": _same("amh arq ary hau ibo kin orm pcm swa tir tso twi yor"),
-        # Query configs of masakhane/afriqa; masakhane/afriqa-gold-passages lacks wol (see DATASET_NOTES).
-        "afriqa": _same("bem fon hau ibo kin swa twi wol yor zul"),
-        "naijarc": _same("hau ibo yor"),
-        "uhura_arc_easy": {
-            "amh": "am_multiple_choice",
-            "eng": "en_multiple_choice",
-            "hau": "ha_multiple_choice",
-            "nso": "nso_multiple_choice",
-            "swa": "sw_multiple_choice",
-            "yor": "yo_multiple_choice",
-            "zul": "zu_multiple_choice",
-        },
-    }
+def _codes() -> dict[str, Mapping[str, str]]:
+    tables: dict[str, Mapping[str, str]] = {}
+    for key, src in SOURCES.items():
+        unknown = sorted(set(src.codes) - set(LANGUAGES))
+        if unknown:
+            raise RuntimeError(f"dataset {key!r} maps codes to unknown language(s) {unknown}; add them to _INFO")
+        if src.codes:
+            tables[key] = MappingProxyType(dict(src.codes))
+    return tables
+
+
+# dataset key -> {iso3: that dataset's code}, in benchmark-module order
+DATASET_CODES: Mapping[str, Mapping[str, str]] = LazyMapping(_codes)
+# dataset key -> {published config deliberately not mapped to a language: why}
+EXCLUDED_CONFIGS: Mapping[str, Mapping[str, str]] = LazyMapping(
+    lambda: {key: src.excluded for key, src in SOURCES.items() if src.excluded}
 )
-
-DATASETS: tuple[str, ...] = tuple(DATASET_CODES)
-
-# Published configs that are deliberately NOT mapped to a language, with the reason.
-EXCLUDED_CONFIGS: Mapping[str, Mapping[str, str]] = MappingProxyType(
-    {
-        "afrimmlu": {"fra": "French: not African and not the English reference"},
-        "afrixnli": {"fra": "French: not African and not the English reference"},
-        "afrimgsm": {"fra": "French: not African and not the English reference"},
-        "masakhanews": {"fra": "French: not African and not the English reference"},
-        "afrisenti": {"por": "Portuguese (Mozambican tweets): not an African language"},
-        "sib200": {
-            "fra_Latn": "French: not African and not the English reference",
-            "por_Latn": "Portuguese: not African and not the English reference",
-            "knc_Arab": "second script of Central Kanuri; knc_Latn is the mapped variant (one code per language)",
-            "taq_Tfng": "second script of Tamasheq; taq_Latn is the mapped variant (one code per language)",
-        },
-    }
-)
-
-DATASET_NOTES: Mapping[str, str] = MappingProxyType(
-    {
-        "winogrande_afr": "Bridging the Gap Winogrande; code = file suffix (en = the English originals).",
-        "mmlu_clinical_afr": "Bridging the Gap MMLU clinical_knowledge/college_medicine/virology; code = file suffix.",
-        "belebele": "facebook/belebele FLORES codes: every African variant + eng_Latn.",
-        "afrimmlu": "IrokoBench configs (fra excluded).",
-        "afrixnli": "IrokoBench configs (fra excluded).",
-        "afrimgsm": "IrokoBench configs + vai (fra excluded).",
-        "sib200": "Davlan/sib200 FLORES codes: African variants (one script per language) + eng_Latn.",
-        "masakhanews": "masakhane/masakhanews configs (fra excluded).",
-        "afrisenti": "masakhane/afrisenti configs of African languages (por excluded).",
-        "afriqa": "masakhane/afriqa configs; masakhane/afriqa-gold-passages has no wol config.",
-        "naijarc": "Davlan/NaijaRC configs.",
-        "uhura_arc_easy": "masakhane/uhura-arc-easy configs <prefix>_multiple_choice (nso: nso_multiple_choice).",
-    }
-)
+# dataset key -> what is known and unverified about it
+DATASET_NOTES: Mapping[str, str] = LazyMapping(lambda: {key: SOURCES[key].notes for key in DATASET_CODES})
 
 
-def _build() -> dict[str, AfricanLanguage]:
-    info = {row[0]: row for row in _INFO}
-    codes: dict[str, dict[str, str]] = {iso3: {} for iso3 in info}
-    for dataset, table in DATASET_CODES.items():
-        for iso3, code in table.items():
-            if iso3 not in info:
-                raise RuntimeError(f"dataset {dataset!r} maps code {code!r} to unknown language {iso3!r}")
-            codes[iso3][dataset] = code
-    unused = sorted(iso3 for iso3, per_dataset in codes.items() if not per_dataset)
-    if unused:
-        raise RuntimeError(f"languages in no dataset: {unused}")
-    return {
-        iso3: AfricanLanguage(iso3, name, script, family, member, MappingProxyType(codes[iso3]))
-        for iso3, name, script, family, member in sorted(info.values())
-    }
+def dataset_keys() -> tuple[str, ...]:
+    """The keys of every dataset that maps languages, in benchmark-module order."""
+    return tuple(DATASET_CODES)
 
 
-LANGUAGES: dict[str, AfricanLanguage] = _build()
+LANGUAGES: dict[str, AfricanLanguage] = {
+    iso3: AfricanLanguage(iso3, name, script, family, member) for iso3, name, script, family, member in sorted(_INFO)
+}
 
 
 def language(iso3: str) -> AfricanLanguage:
@@ -231,5 +168,5 @@ def language(iso3: str) -> AfricanLanguage:
 def covered_by(dataset: str) -> list[AfricanLanguage]:
     """Languages with a code for dataset key ``dataset``, sorted by iso3; ValueError for an unknown key."""
     if dataset not in DATASET_CODES:
-        raise ValueError(f"unknown dataset key {dataset!r}; known keys: {', '.join(DATASETS)}")
-    return [lang for iso3, lang in LANGUAGES.items() if dataset in lang.codes]
+        raise ValueError(f"unknown dataset key {dataset!r}; known keys: {', '.join(DATASET_CODES)}")
+    return [lang for iso3, lang in LANGUAGES.items() if iso3 in DATASET_CODES[dataset]]

@@ -17,42 +17,19 @@ same directory and moved into place with ``os.replace``, README.md is written la
 then are data files it no longer lists removed. A half-built dataset therefore has no README.md and
 :func:`finetasks_afr.sources.hf_location` keeps using the hub. Re-running replaces the dataset.
 
-Raw-import field choices (hub schema where known):
-
-=================  ===========================================  ==========================================
-key                configs / splits                             fields
-=================  ===========================================  ==========================================
-winogrande_afr     af am bm ig nso sn st tn ts xh zu en;        qID, Sentence, Option1, Option2,
-                   train_s dev test (raw ``Split`` column)      Answer ("1"/"2")
-mmlu_clinical_afr  <subject>_<lang>, <subject>_en; dev val test Question, OptionA..OptionD, Answer (A-D)
-belebele           row ``dialect`` (FLORES code); test          link, question_number, flores_passage,
-                                                                question, mc_answer1..4,
-                                                                correct_answer_num ("1"-"4"), dialect, ds
-sib200             folder (hau_Latn, ...); train validation     index_id (int), category, text
-                   test
-masakhanews        folder; (train) validation test              category, headline, text, url
-afrisenti          folder; (train) validation test              tweet, label (negative/positive/neutral)
-afriqa             folder under afriqa/gold_passages;           answer_pivot {answer_start, text}, context,
-                   train validation test                        id, question_lang, question_translated,
-                                                                title, answer_lang (null when missing)
-=================  ===========================================  ==========================================
-
-afriqa keeps rows whose ``answer_start`` is empty (answer not located in the passage; in the raw data these
-are mostly the rows whose ``context`` is null): task prompt functions must skip rows without a context. Rows
-without any answer text are skipped.
+What each raw release becomes (configs, splits, fields: the hub's where known) is declared by its benchmark
+module (``DatasetSource.raw`` in ``finetasks_afr/benchmarks/<name>.py``); this module only drives them.
 """
 
 from __future__ import annotations
 
 import contextlib
-import csv
 import hashlib
 import json
 import math
 import os
 import re
 import socket
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -65,14 +42,13 @@ from urllib.parse import urlparse
 
 import yaml
 
-from finetasks_afr.sources import DATA_DIR_ENV, README_NAME, SOURCES, DatasetSource, source
+from finetasks_afr.raw import RawImporter, Unit
+from finetasks_afr.sources import DATA_DIR_ENV, LAYOUT_MARKER, README_NAME, SOURCES, DatasetSource, source
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, label)``: called once before work starts and after each unit of work."""
 
 OFFLINE_HINT = "the hub is unreachable; use `finetasks-afr data import-raw` or copy a mirror"
-
-csv.field_size_limit(sys.maxsize)
 
 
 class MirrorError(ValueError):
@@ -234,6 +210,7 @@ def _readme_text(
         f"`datasets.load_dataset('<this directory>', name=<config>)`; point `{DATA_DIR_ENV}` at its parent.",
         "",
         f"- origin: {origin}",
+        f"- {LAYOUT_MARKER} {src.layout}",
         f"- built: {built}",
         f"- hub notes: {src.notes}",
         "",
@@ -308,449 +285,6 @@ class _DatasetWriter:
                 path.rmdir()  # only when empty
 
 
-# ------------------------------------------------------------------------------------- raw importers
-
-
-class _RowError(Exception):
-    """A raw row that cannot be converted; the message is the reason counted in the report."""
-
-
-Yielded = tuple[str, str, dict[str, Any] | str]
-"""``(config, split, row)`` or ``(config, split, reason)`` for a skipped row."""
-
-
-@dataclass(frozen=True)
-class _Unit:
-    label: str
-    read: Callable[[], Iterator[Yielded]]
-
-
-@dataclass(frozen=True)
-class _RawImporter:
-    key: str
-    subdir: str  # under src
-    units: Callable[[Path], list[_Unit]]
-    features: Callable[[], Any]  # -> datasets.Features
-
-
-def _str_field(row: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
-    value = row.get(name)
-    if isinstance(value, float) and math.isnan(value):
-        value = None
-    if value is None or (isinstance(value, str) and not value.strip()):
-        if required:
-            raise _RowError(f"missing {name}")
-        return None
-    if not isinstance(value, str):
-        if isinstance(value, bool | int):
-            return str(value)
-        raise _RowError(f"bad {name}")
-    return value
-
-
-def _read_tsv(path: Path) -> Iterator[dict[str, str] | str]:
-    """Rows of a TSV with a header (CSV-style quoting, as written by pandas); a malformed row yields a reason."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None:
-            return
-        header = [name.strip() for name in header]
-        for values in reader:
-            if not values or values == [""]:
-                continue
-            if len(values) != len(header):
-                yield f"expected {len(header)} columns, got {len(values)}"
-                continue
-            yield dict(zip(header, values, strict=True))
-
-
-def _lang_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-# winogrande_afr ------------------------------------------------------------------------------------
-
-_WINO_FILE = re.compile(r"^winogrande(?:_(?P<lang>[a-z]+))?\.csv$")
-_WINO_SPLITS = ("train_s", "dev", "test")
-
-
-def _wino_units(root: Path) -> list[_Unit]:
-    units = []
-    for path in sorted(root.glob("winogrande*.csv")):
-        match = _WINO_FILE.match(path.name)
-        if match:
-            config = match["lang"] or "en"
-            units.append(_Unit(f"winogrande_afr/{config}", lambda p=path, c=config: _wino_rows(p, c)))
-    return units
-
-
-def _wino_rows(path: Path, config: str) -> Iterator[Yielded]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        columns = reader.fieldnames or []
-        lang = "English" if config == "en" else _target_language(columns)
-        for raw in reader:
-            split = (raw.get("Split") or "").strip()
-            if split not in _WINO_SPLITS:
-                yield config, split or "<missing>", "bad Split"
-                continue
-            try:
-                answer = (_str_field(raw, "Answer") or "").strip()
-                if answer not in ("1", "2"):
-                    raise _RowError("bad Answer")
-                row = {
-                    "qID": _str_field(raw, "qID"),
-                    "Sentence": _str_field(raw, f"{lang} Sentence"),
-                    "Option1": _str_field(raw, f"{lang} Option 1"),
-                    "Option2": _str_field(raw, f"{lang} Option 2"),
-                    "Answer": answer,
-                }
-            except _RowError as skip:
-                yield config, split, str(skip)
-                continue
-            yield config, split, row
-
-
-def _target_language(columns: Sequence[str]) -> str:
-    names = [c[: -len(" Sentence")] for c in columns if c.endswith(" Sentence") and c != "English Sentence"]
-    if len(names) != 1:
-        raise MirrorError(f"cannot find the target-language Sentence column among {list(columns)}")
-    return names[0]
-
-
-def _wino_features() -> Any:
-    from datasets import Features, Value
-
-    return Features({name: Value("string") for name in ("qID", "Sentence", "Option1", "Option2", "Answer")})
-
-
-# mmlu_clinical_afr ---------------------------------------------------------------------------------
-
-_MMLU_SUBJECTS = ("clinical_knowledge", "college_medicine", "virology")
-_MMLU_FILE = re.compile(
-    rf"^(?P<subject>{'|'.join(_MMLU_SUBJECTS)})_(?P<split>dev|val|test)(?:_(?P<lang>[a-z]+))?\.csv$"
-)
-
-
-def _mmlu_units(root: Path) -> list[_Unit]:
-    units = []
-    for path in sorted(root.glob("*.csv")):
-        match = _MMLU_FILE.match(path.name)
-        if match:
-            config = f"{match['subject']}_{match['lang'] or 'en'}"
-            split = match["split"]
-            units.append(
-                _Unit(f"mmlu_clinical_afr/{config}/{split}", lambda p=path, c=config, s=split: _mmlu_rows(p, c, s))
-            )
-    return units
-
-
-def _mmlu_rows(path: Path, config: str, split: str) -> Iterator[Yielded]:
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        for values in csv.reader(handle):
-            if not values or values == [""]:
-                continue
-            if len(values) != 6:
-                yield config, split, f"expected 6 columns, got {len(values)}"
-                continue
-            answer = values[5].strip().upper()
-            if answer not in ("A", "B", "C", "D"):
-                yield config, split, "bad Answer"
-                continue
-            if not values[0].strip():
-                yield config, split, "missing Question"
-                continue
-            names = ("Question", "OptionA", "OptionB", "OptionC", "OptionD")
-            yield config, split, {**dict(zip(names, values[:5], strict=True)), "Answer": answer}
-
-
-def _mmlu_features() -> Any:
-    from datasets import Features, Value
-
-    names = ("Question", "OptionA", "OptionB", "OptionC", "OptionD", "Answer")
-    return Features({name: Value("string") for name in names})
-
-
-# belebele ------------------------------------------------------------------------------------------
-
-_BELEBELE_TEXT = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4")
-
-
-def _belebele_units(root: Path) -> list[_Unit]:
-    return [
-        _Unit(f"belebele/{path.stem}", lambda p=path: _belebele_rows(p))
-        for path in sorted(root.glob("belebele*.jsonl"))
-    ]
-
-
-def _belebele_rows(path: Path) -> Iterator[Yielded]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError:
-                yield "<unknown>", "test", "invalid JSON"
-                continue
-            if not isinstance(raw, dict):
-                yield "<unknown>", "test", "not a JSON object"
-                continue
-            dialect = raw.get("dialect")
-            if not isinstance(dialect, str) or not re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", dialect):
-                yield "<unknown>", "test", "missing dialect"
-                continue
-            try:
-                row: dict[str, Any] = {name: _str_field(raw, name) for name in _BELEBELE_TEXT}
-                number = raw.get("question_number")
-                if isinstance(number, str) and number.strip().isdigit():
-                    number = int(number)
-                if not isinstance(number, int) or isinstance(number, bool):
-                    raise _RowError("bad question_number")
-                answer = str(raw.get("correct_answer_num", "")).strip()
-                if answer not in ("1", "2", "3", "4"):
-                    raise _RowError("bad correct_answer_num")
-                ds = _str_field(raw, "ds", required=False)
-            except _RowError as skip:
-                yield dialect, "test", str(skip)
-                continue
-            yield (
-                dialect,
-                "test",
-                {
-                    "link": row["link"],
-                    "question_number": number,
-                    "flores_passage": row["flores_passage"],
-                    "question": row["question"],
-                    "mc_answer1": row["mc_answer1"],
-                    "mc_answer2": row["mc_answer2"],
-                    "mc_answer3": row["mc_answer3"],
-                    "mc_answer4": row["mc_answer4"],
-                    "correct_answer_num": answer,
-                    "dialect": dialect,
-                    "ds": ds,
-                },
-            )
-
-
-def _belebele_features() -> Any:
-    from datasets import Features, Value
-
-    return Features(
-        {
-            "link": Value("string"),
-            "question_number": Value("int64"),
-            **{name: Value("string") for name in _BELEBELE_TEXT[1:]},
-            "correct_answer_num": Value("string"),
-            "dialect": Value("string"),
-            "ds": Value("string"),
-        }
-    )
-
-
-# TSV datasets (sib200, masakhanews, afrisenti) -----------------------------------------------------
-
-_TSV_SPLITS = {"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test"}
-_MASAKHANEWS_LABELS = frozenset(("business", "entertainment", "health", "politics", "religion", "sports", "technology"))
-_AFRISENTI_LABELS = frozenset(("negative", "positive", "neutral"))
-
-
-def _tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]) -> Callable[[Path], list[_Unit]]:
-    def units(root: Path) -> list[_Unit]:
-        found = []
-        for lang_dir in _lang_dirs(root):
-            for file_name, split in _TSV_SPLITS.items():
-                path = lang_dir / file_name
-                if path.is_file():
-                    found.append(
-                        _Unit(
-                            f"{key}/{lang_dir.name}/{split}",
-                            lambda p=path, c=lang_dir.name, s=split: _tsv_rows(p, c, s, convert),
-                        )
-                    )
-        return found
-
-    return units
-
-
-def _tsv_rows(
-    path: Path, config: str, split: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]
-) -> Iterator[Yielded]:
-    for raw in _read_tsv(path):
-        if isinstance(raw, str):
-            yield config, split, raw
-            continue
-        try:
-            yield config, split, convert(raw, path)
-        except _RowError as skip:
-            yield config, split, str(skip)
-
-
-_SIB_LABELS: dict[Path, frozenset[str] | None] = {}
-
-
-def _sib_labels(folder: Path) -> frozenset[str] | None:
-    if folder not in _SIB_LABELS:
-        labels = folder / "labels.txt"
-        _SIB_LABELS[folder] = (
-            frozenset(line.strip() for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
-            if labels.is_file()
-            else None
-        )
-    return _SIB_LABELS[folder]
-
-
-def _sib_row(raw: dict[str, str], path: Path) -> dict[str, Any]:
-    index = (raw.get("index_id") or "").strip()
-    if not index.lstrip("-").isdigit():
-        raise _RowError("bad index_id")
-    category = (_str_field(raw, "category") or "").strip()
-    labels = _sib_labels(path.parent)
-    if labels is not None and category not in labels:
-        raise _RowError("bad category")
-    return {"index_id": int(index), "category": category, "text": _str_field(raw, "text")}
-
-
-def _masakhanews_row(raw: dict[str, str], path: Path) -> dict[str, Any]:
-    category = (_str_field(raw, "category") or "").strip()
-    if category not in _MASAKHANEWS_LABELS:
-        raise _RowError("bad category")
-    return {
-        "category": category,
-        "headline": _str_field(raw, "headline"),
-        "text": _str_field(raw, "text"),
-        "url": raw.get("url") or "",
-    }
-
-
-def _afrisenti_row(raw: dict[str, str], path: Path) -> dict[str, Any]:
-    label = (_str_field(raw, "label") or "").strip().lower()
-    if label not in _AFRISENTI_LABELS:
-        raise _RowError("bad label")
-    return {"tweet": _str_field(raw, "tweet"), "label": label}
-
-
-def _string_features(*names: str) -> Callable[[], Any]:
-    def build() -> Any:
-        from datasets import Features, Value
-
-        return Features({name: Value("string") for name in names})
-
-    return build
-
-
-def _sib_features() -> Any:
-    from datasets import Features, Value
-
-    return Features({"index_id": Value("int64"), "category": Value("string"), "text": Value("string")})
-
-
-# afriqa (gold passages) ----------------------------------------------------------------------------
-
-_AFRIQA_FILE = re.compile(
-    r"^gold_span_passages\.afriqa\.(?P<lang>[a-z]+)\.(?P<pivot>[a-z]+)\.(?P<split>train|dev|test)\.json$"
-)
-_AFRIQA_SPLITS = {"train": "train", "dev": "validation", "test": "test"}
-_AFRIQA_OPTIONAL = ("context", "question_translated", "title", "answer_lang")
-
-
-def _afriqa_units(root: Path) -> list[_Unit]:
-    units = []
-    for lang_dir in _lang_dirs(root):
-        for path in sorted(lang_dir.glob("gold_span_passages.afriqa.*.json")):
-            match = _AFRIQA_FILE.match(path.name)
-            if match and match["lang"] == lang_dir.name:
-                split = _AFRIQA_SPLITS[match["split"]]
-                units.append(
-                    _Unit(
-                        f"afriqa/{lang_dir.name}/{split}",
-                        lambda p=path, c=lang_dir.name, s=split: _afriqa_rows(p, c, s),
-                    )
-                )
-    return units
-
-
-def _afriqa_rows(path: Path, config: str, split: str) -> Iterator[Yielded]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)  # Python's json accepts the NaN the raw files contain
-            except json.JSONDecodeError:
-                yield config, split, "invalid JSON"
-                continue
-            try:
-                if not isinstance(raw, dict):
-                    raise _RowError("not a JSON object")
-                yield config, split, _afriqa_row(raw)
-            except _RowError as skip:
-                yield config, split, str(skip)
-
-
-def _afriqa_row(raw: dict[str, Any]) -> dict[str, Any]:
-    pivot = raw.get("answer_pivot")
-    if not isinstance(pivot, dict):
-        raise _RowError("missing answer_pivot")
-    starts, texts = pivot.get("answer_start"), pivot.get("text")
-    if (
-        not isinstance(texts, list)
-        or not texts
-        or not all(isinstance(t, str) and t.strip() for t in texts)
-        or not isinstance(starts, list)
-        or not all(isinstance(s, int) and not isinstance(s, bool) for s in starts)
-    ):
-        raise _RowError("bad answer_pivot")
-    row: dict[str, Any] = {
-        "answer_pivot": {"answer_start": starts, "text": texts},
-        "id": _str_field(raw, "id"),
-        "question_lang": _str_field(raw, "question_lang"),
-    }
-    for name in _AFRIQA_OPTIONAL:
-        row[name] = _str_field(raw, name, required=False)
-    order = ("answer_pivot", "context", "id", "question_lang", "question_translated", "title", "answer_lang")
-    return {name: row[name] for name in order}
-
-
-def _afriqa_features() -> Any:
-    from datasets import Features, List, Value
-
-    return Features(
-        {
-            "answer_pivot": {"answer_start": List(Value("int64")), "text": List(Value("string"))},
-            "context": Value("string"),
-            "id": Value("string"),
-            "question_lang": Value("string"),
-            "question_translated": Value("string"),
-            "title": Value("string"),
-            "answer_lang": Value("string"),
-        }
-    )
-
-
-RAW_IMPORTERS: dict[str, _RawImporter] = {
-    imp.key: imp
-    for imp in (
-        _RawImporter("winogrande_afr", "bridging_the_gap/winogrande_s", _wino_units, _wino_features),
-        _RawImporter("mmlu_clinical_afr", "bridging_the_gap/mmlu_cm_ck_vir", _mmlu_units, _mmlu_features),
-        _RawImporter("belebele", "bridging_the_gap/belebele", _belebele_units, _belebele_features),
-        _RawImporter("sib200", "sib200", _tsv_units("sib200", _sib_row), _sib_features),
-        _RawImporter(
-            "masakhanews",
-            "masakhanews",
-            _tsv_units("masakhanews", _masakhanews_row),
-            _string_features("category", "headline", "text", "url"),
-        ),
-        _RawImporter(
-            "afrisenti", "afrisenti", _tsv_units("afrisenti", _afrisenti_row), _string_features("tweet", "label")
-        ),
-        _RawImporter("afriqa", "afriqa/gold_passages", _afriqa_units, _afriqa_features),
-    )
-}
-"""Keys that :func:`import_raw` can build, with the raw folder (under ``src``) each reads."""
-
-
 def _selected(datasets: Sequence[str] | None, default: Iterable[str]) -> list[str]:
     if datasets is None:
         return list(default)
@@ -777,12 +311,13 @@ def import_raw(
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise MirrorError(f"raw data folder not found: {src}")
-    keys = _selected(datasets, RAW_IMPORTERS)
+    importers = {key: src.raw for key, src in SOURCES.items() if src.raw is not None}
+    keys = _selected(datasets, importers)
     report = MirrorReport(out=out)
     wanted = set(configs) if configs is not None else None
-    plan: list[tuple[_RawImporter, list[_Unit]]] = []
+    plan: list[tuple[str, RawImporter, list[Unit]]] = []
     for key in keys:
-        importer = RAW_IMPORTERS.get(key)
+        importer = importers.get(key)
         if importer is None:
             raise MirrorError(
                 f"no raw importer for {key!r} (hub only: {SOURCES[key].hub_repo}); "
@@ -794,24 +329,24 @@ def import_raw(
                 raise MirrorError(f"raw folder for {key!r} not found: {root}")
             report.notes.append(f"{key}: raw folder {root} not found; skipped")
             continue
-        plan.append((importer, importer.units(root)))
-    for key in sorted(set(SOURCES) - set(RAW_IMPORTERS)):
+        plan.append((key, importer, importer.units(root)))
+    for key in sorted(set(SOURCES) - set(importers)):
         if datasets is None:
             report.notes.append(f"{key}: hub only (no raw release here); not in this mirror")
 
     started = time.perf_counter()
-    total = sum(len(units) for _, units in plan)
+    total = sum(len(units) for _, _, units in plan)
     done = 0
     if progress:
         progress(done, total, "")
-    for importer, units in plan:
+    for key, importer, units in plan:
         rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for unit in units:
             for config, split, item in unit.read():
                 if wanted is not None and config not in wanted:
                     continue
                 if isinstance(item, str):
-                    count = report.count(importer.key, config, split)
+                    count = report.count(key, config, split)
                     count.skipped += 1
                     count.reasons[item] += 1
                 else:
@@ -819,15 +354,14 @@ def import_raw(
             done += 1
             if progress:
                 progress(done, total, unit.label)
-        report.counts.setdefault(importer.key, {})
+        report.counts.setdefault(key, {})
         if wanted is not None and not rows:
-            report.notes.append(f"{importer.key}: none of the requested configs; mirror left untouched")
+            report.notes.append(f"{key}: none of the requested configs; mirror left untouched")
             continue
-        writer = _DatasetWriter(out, SOURCES[importer.key], report)
-        features_yaml = importer.features()._to_yaml_list()
+        writer = _DatasetWriter(out, SOURCES[key], report)
         for (config, split), split_rows in sorted(rows.items()):
             writer.write_split(config, split, split_rows)
-            writer.set_features(config, features_yaml)
+            writer.set_features(config, importer.features(config)._to_yaml_list())
         writer.finish(f"raw import from `{src}` (finetasks-afr data import-raw)")
     report.seconds = time.perf_counter() - started
     return report
@@ -910,7 +444,11 @@ def mirror_from_hub(
                 f"{key}: cannot list configs of {src.hub_repo}@{src.revision or 'main'}: {error}{_script_hint(error)}"
             )
             continue
-        names = [name for name in names if wanted is None or name in wanted]
+        names = [
+            name
+            for name in names
+            if (wanted is None or name in wanted) and (not src.config_names or name in src.config_names)
+        ]
         report.counts.setdefault(key, {})
         if not names:
             report.notes.append(f"{key}: none of the requested configs on the hub; mirror left untouched")

@@ -48,12 +48,14 @@ import gc
 import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from finetasks_afr.sources import LazyMapping
 
 LOG = logging.getLogger(__name__)
 
@@ -69,13 +71,16 @@ DEFAULT_FRACTION = 0.15  # a project default (BERT's masking rate), not a value 
 DEFAULT_MAX_LENGTH = 2048  # when neither the config nor the tokenizer states one
 MAX_LOGITS = 1 << 26  # logits per forward pass (64M floats = 256 MB): bounds memory for big vocabularies
 
-# dataset key -> (text field, default split); texts are deduplicated (Belebele repeats each passage per question)
-DATASET_TEXT_FIELDS: dict[str, tuple[str, str]] = {
-    "sib200": ("text", "test"),
-    "belebele": ("flores_passage", "test"),
-    "masakhanews": ("text", "test"),
-    "afrisenti": ("tweet", "test"),
-}
+
+def _text_fields() -> dict[str, tuple[str, str]]:
+    from finetasks_afr.sources import SOURCES
+
+    return {key: src.text_field for key, src in SOURCES.items() if src.text_field is not None}
+
+
+# dataset key -> (text field, default split), declared by each benchmark module (`DatasetSource.text_field`);
+# texts are deduplicated (Belebele repeats each passage per question)
+DATASET_TEXT_FIELDS: Mapping[str, tuple[str, str]] = LazyMapping(_text_fields)
 
 
 class RecommendError(ValueError):

@@ -35,9 +35,9 @@ TextsOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--texts",
-        help="Dataset texts DATASET:CONFIG[:SPLIT] (repeatable), deduplicated: "
-        + ", ".join(f"{key} (field {field}, split {split})" for key, (field, split) in rec.DATASET_TEXT_FIELDS.items())
-        + ". Read from the mirror (--data-dir / $FINETASKS_AFR_DATA_DIR) when it has the config, else the hub.",
+        help="Dataset texts DATASET:CONFIG[:SPLIT] (repeatable), deduplicated, e.g. sib200:hau_Latn; every dataset "
+        "whose benchmark module declares a text field (an unknown one lists them). Read from the mirror "
+        "(--data-dir / $FINETASKS_AFR_DATA_DIR) when it has the config, else the hub.",
     ),
 ]
 

@@ -16,144 +16,97 @@ machine with hub access, or ``finetasks-afr data import-raw`` from the raw GitHu
 
 ``<key>`` is a key of :data:`SOURCES`. A dataset directory counts as a mirror only once its README.md exists
 (the README is written last), so a half-built mirror is never picked up. A key without a mirror falls back
-to the hub, also when the data dir is set.
+to the hub, also when the data dir is set. The README records the mirror layout version of its dataset
+(``finetasks-afr mirror layout: N``); a mirror older than its dataset's :attr:`DatasetSource.layout` (for
+example Bridging-the-Gap mirrors built before the hub's config names were adopted) is refused with
+:class:`StaleMirrorError`, which says how to rebuild it, instead of silently falling back to the hub.
+
+Every dataset is declared by its benchmark module (``finetasks_afr/benchmarks/<name>.py``, in its ``SOURCES``
+tuple): this module only discovers them (:data:`SOURCES`, built on first use) and resolves locations.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import Generic, TypeVar
+
+from finetasks_afr.raw import RawImporter
 
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
 README_NAME = "README.md"
+LAYOUT_MARKER = "finetasks-afr mirror layout:"
+
+
+class StaleMirrorError(RuntimeError):
+    """A mirror built with an older layout than its dataset now needs; the message says how to rebuild it."""
 
 
 @dataclass(frozen=True)
 class DatasetSource:
-    """One dataset as published on the Hugging Face Hub."""
+    """One dataset as published on the Hugging Face Hub, and everything the suite needs to read it."""
 
-    key: str
+    key: str  # the mirror folder name and the name benchmark modules refer to
     hub_repo: str
     revision: str | None  # pinned commit/ref; None = unpinned (see notes)
     splits: tuple[str, ...]  # hub split names
-    notes: str  # what is unverified
+    notes: str  # where the facts come from, and what is unverified
+    codes: Mapping[str, str] = field(default_factory=dict)  # ISO 639-3 -> the dataset's code for it
+    excluded: Mapping[str, str] = field(default_factory=dict)  # published config -> why it is not used
+    config_names: tuple[str, ...] = ()  # the hub configs to mirror; () = every config of the repository
+    text_field: tuple[str, str] | None = None  # (field, default split) of running text, for `recommend --texts`
+    raw: RawImporter | None = None  # how `data import-raw` builds the mirror from the raw release
+    layout: int = 1  # mirror layout version; bumped when config names, splits or row schema change
 
 
-_BTG_REPO = "Institute-Disease-Modeling/mmlu-winogrande-afr"
-_BTG_NOTE = (
-    "Bridging-the-Gap hub configs were NOT found offline: config names here are project-defined "
-    "(the hub README only links the repo; its files come from data/create_parquet_ready_release.py). "
-    "Mirror built from the raw GitHub CSVs. Unpinned (no revision known)."
-)
+K = TypeVar("K")
+V = TypeVar("V")
 
-SOURCES: dict[str, DatasetSource] = {
-    source.key: source
-    for source in (
-        DatasetSource(
-            key="winogrande_afr",
-            hub_repo=_BTG_REPO,
-            revision=None,
-            splits=("train_s", "dev", "test"),
-            notes=_BTG_NOTE + " Configs: af am bm ig nso sn st tn ts xh zu + en (English originals, project-"
-            "defined). Fields qID, Sentence, Option1, Option2, Answer; Answer is the string '1'/'2' in the "
-            "mirror, but a hub CSV read by datasets may type it int64: accept both.",
-        ),
-        DatasetSource(
-            key="mmlu_clinical_afr",
-            hub_repo=_BTG_REPO,
-            revision=None,
-            splits=("dev", "val", "test"),
-            notes=_BTG_NOTE + " Configs <subject>_<lang> for clinical_knowledge, college_medicine, virology "
-            "(+ _en from the un-suffixed raw files). Fields Question, OptionA..OptionD, Answer (letter).",
-        ),
-        DatasetSource(
-            key="belebele",
-            hub_repo="facebook/belebele",
-            revision=None,
-            splits=("test",),
-            notes="Unpinned. Configs = FLORES codes (e.g. zul_Latn, swh_Latn). A raw import covers only the "
-            "12 dialects in Bridging-the-Gap's copy (eng_Latn + 11 African); its `ds` dates differ per "
-            "dialect and were not compared with the hub.",
-        ),
-        DatasetSource(
-            key="afrimmlu",
-            hub_repo="masakhane/afrimmlu",
-            revision="refs/pr/1",
-            splits=("validation", "dev", "test"),
-            notes="Pinned to refs/pr/1 as in lighteval ('Temporary until the pr is merged'); that the PR adds "
-            "the `dev` split (and maybe list-typed `choices`) is inferred, not verified. lm-eval uses "
-            "validation/test on main. No raw source here: hub only.",
-        ),
-        DatasetSource(
-            key="afrixnli",
-            hub_repo="masakhane/afrixnli",
-            revision=None,
-            splits=("validation", "test"),
-            notes="Unpinned. label is int (0 entailment, 1 neutral, 2 contradiction). No raw source: hub only.",
-        ),
-        DatasetSource(
-            key="afrimgsm",
-            hub_repo="masakhane/afrimgsm",
-            revision=None,
-            splits=("train", "test"),
-            notes="Unpinned. Type of answer_number unverified (a hub commit changed it int -> string). "
-            "No raw source: hub only.",
-        ),
-        DatasetSource(
-            key="sib200",
-            hub_repo="Davlan/sib200",
-            revision=None,
-            splits=("train", "validation", "test"),
-            notes="Unpinned. Raw dev.tsv maps to hub `validation` (per lm-eval/lighteval usage); whether the hub "
-            "repo is a parquet/data-files repo or a loading script (refused by datasets>=4) is unverified.",
-        ),
-        DatasetSource(
-            key="masakhanews",
-            hub_repo="masakhane/masakhanews",
-            revision=None,
-            splits=("train", "validation", "test"),
-            notes="Unpinned. Hub schema unresolved offline: current loaders read `category` (str); the older "
-            "loading script had `label` (int) + headline_text. The raw GitHub data has no train split, so a "
-            "raw-import mirror has validation/test only.",
-        ),
-        DatasetSource(
-            key="afrisenti",
-            hub_repo="masakhane/afrisenti",
-            revision=None,
-            splits=("train", "validation", "test"),
-            notes="Unpinned. label assumed a string (negative/positive/neutral) as in the raw TSV. The raw data "
-            "here has no train split (lm-eval's few-shot split), so a raw-import mirror has validation/test "
-            "only; the raw orm files' extra ID column is dropped.",
-        ),
-        DatasetSource(
-            key="afriqa",
-            hub_repo="masakhane/afriqa-gold-passages",
-            revision=None,
-            splits=("train", "validation", "test"),
-            notes="Unpinned. lm-eval loads it with trust_remote_code (a loading script): datasets>=4 refuses "
-            "scripts, so the hub repo may only load from its parquet export (revision "
-            "'refs/convert/parquet'), unverified. Typing of answer_pivot on the hub is unverified (the raw "
-            "JSON has a struct {answer_start: [int], text: [str]}). swa has test only, yor train/test.",
-        ),
-        DatasetSource(
-            key="naijarc",
-            hub_repo="Davlan/NaijaRC",
-            revision=None,
-            splits=("test",),
-            notes="Unpinned. Configs hau ibo yor; only the test split is known. No raw source: hub only.",
-        ),
-        DatasetSource(
-            key="uhura_arc_easy",
-            hub_repo="masakhane/uhura-arc-easy",
-            revision=None,
-            splits=("train", "validation", "test"),
-            notes="Unpinned. zu_multiple_choice and nso_multiple_choice_unmatched have no validation split. "
-            "answerKey letters vs. digits unverified. No raw source: hub only.",
-        ),
-    )
-}
+
+class LazyMapping(Mapping[K, V], Generic[K, V]):
+    """A read-only mapping built on first access: the registry needs every benchmark module imported, which
+    imports lighteval (seconds), so nothing is discovered until a caller actually reads it."""
+
+    def __init__(self, build: Callable[[], Mapping[K, V]]) -> None:
+        self._build = build
+        self._data: Mapping[K, V] | None = None
+
+    def _loaded(self) -> Mapping[K, V]:
+        if self._data is None:
+            self._data = MappingProxyType(dict(self._build()))
+        return self._data
+
+    def __getitem__(self, key: K) -> V:
+        return self._loaded()[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+    def __repr__(self) -> str:
+        return f"LazyMapping({dict(self._loaded())!r})"
+
+
+def _discover() -> dict[str, DatasetSource]:
+    from finetasks_afr.benchmarks import benchmark_modules
+
+    found: dict[str, DatasetSource] = {}
+    for module in benchmark_modules():
+        for src in getattr(module, "SOURCES", ()):
+            if src.key in found:
+                raise RuntimeError(f"dataset key {src.key!r} declared twice (second: {module.__name__})")
+            found[src.key] = src
+    return found
+
+
+SOURCES: Mapping[str, DatasetSource] = LazyMapping(_discover)
+"""Every dataset of the suite, by key, in benchmark-module order."""
 
 
 def data_dir() -> Path | None:
@@ -188,12 +141,35 @@ def mirror_configs(path: Path) -> frozenset[str]:
     return frozenset(re.findall(r"^\s*-?\s*config_name:\s*['\"]?([^'\"\s]+)", text, flags=re.MULTILINE))
 
 
+def mirror_layout(path: Path) -> int:
+    """The layout version a mirror's README.md records; 1 for mirrors written before versions were recorded."""
+    text = (path / README_NAME).read_text(encoding="utf-8")
+    found = re.search(rf"^- {re.escape(LAYOUT_MARKER)}\s*(\d+)", text, flags=re.MULTILINE)
+    return int(found.group(1)) if found else 1
+
+
+def check_layout(key: str, path: Path) -> None:
+    """StaleMirrorError when the mirror at ``path`` predates its dataset's current layout."""
+    src = source(key)
+    found = mirror_layout(path)
+    if found < src.layout:
+        raise StaleMirrorError(
+            f"the mirror {path} of {key!r} has layout {found}, the suite now reads layout {src.layout} "
+            f"(config names, splits or fields of {src.hub_repo} changed); rebuild it with "
+            f"`finetasks-afr data import-raw SRC {path.parent} -d {key}` or `finetasks-afr data mirror "
+            f"{path.parent} -d {key}`"
+        )
+
+
 def hf_location(key: str, subset: str | None = None) -> tuple[str, str | None]:
     """``(hf_repo, hf_revision)`` for a LightevalTaskConfig: the local mirror when configured (and, given a
     subset, when the mirror holds that config), else the hub. A partial mirror (e.g. Belebele's 12 Bridging-the-
-    Gap dialects) thus serves what it has and leaves the other configs to the hub."""
+    Gap dialects) thus serves what it has and leaves the other configs to the hub. A mirror of an older layout
+    raises StaleMirrorError rather than being bypassed."""
     src = source(key)
     path = mirror_path(key)
-    if path is not None and (subset is None or subset in mirror_configs(path)):
-        return str(path), None
+    if path is not None:
+        check_layout(key, path)
+        if subset is None or subset in mirror_configs(path):
+            return str(path), None
     return src.hub_repo, src.revision

@@ -20,10 +20,10 @@ from finetasks_afr import literals as lit
 from finetasks_afr.languages import (
     DATASET_CODES,
     DATASET_NOTES,
-    DATASETS,
     EXCLUDED_CONFIGS,
     LANGUAGES,
     covered_by,
+    dataset_keys,
     language,
 )
 from finetasks_afr.literals import (
@@ -36,20 +36,22 @@ from finetasks_afr.literals import (
     register_literals,
 )
 
-EXPECTED_COUNTS = {
-    "winogrande_afr": 12,
-    "mmlu_clinical_afr": 12,
-    "belebele": 30,  # 29 African variants + eng_Latn
-    "afrimmlu": 17,
-    "afrixnli": 17,
+EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name order)
     "afrimgsm": 18,
-    "sib200": 55,  # 54 African languages (knc_Arab, taq_Tfng: second scripts, excluded) + eng_Latn
-    "masakhanews": 15,
-    "afrisenti": 13,
+    "afrimmlu": 17,
     "afriqa": 10,
+    "afrisenti": 13,
+    "afrixnli": 17,
+    "belebele": 30,  # 29 African variants + eng_Latn
+    "winogrande_afr": 12,  # 11 translations + English (the English columns of winogrande_am)
+    "mmlu_clinical_afr": 11,
+    "mmlu_en": 1,  # English MMLU from cais/mmlu
+    "masakhanews": 15,
     "naijarc": 3,
+    "sib200": 55,  # 54 African languages (knc_Arab, taq_Tfng: second scripts, excluded) + eng_Latn
     "uhura_arc_easy": 7,
 }
+DATASETS = dataset_keys()
 # languages with lm-evaluation-harness afrixnli verbalisers (Swahili aside)
 HARNESS_LANGS = (
     "amh", "ewe", "hau", "ibo", "kin", "lin", "lug", "orm", "sna", "sot", "twi", "wol", "xho", "yor", "zul",
@@ -126,9 +128,11 @@ def test_known_mappings():
     assert language("sot").lighteval is Language.SOUTHERN_SOTHO
     assert language("nso").lighteval is Language.NORTHERN_SOTHO
     assert language("eng").lighteval is Language.ENGLISH
-    assert language("eng").codes["mmlu_clinical_afr"] == "en"
+    assert language("eng").codes["mmlu_en"] == "en" and "mmlu_clinical_afr" not in language("eng").codes
     assert language("eng").codes["sib200"] == "eng_Latn"
-    assert language("zul").codes["winogrande_afr"] == "zu"
+    assert language("zul").codes["winogrande_afr"] == "winogrande_zu"
+    assert language("eng").codes["winogrande_afr"] == "winogrande_am"
+    assert language("zul").codes["mmlu_clinical_afr"] == "zu"
     assert language("ary").lighteval is Language.MOROCCAN_ARABIC and language("ary").script == "Arab"
     assert language("tzm").script == "Tfng" and language("amh").script == "Ethi"
     for iso3 in ("pcm", "vai", "arq"):
@@ -160,9 +164,28 @@ def test_codes_match_the_shared_data_folders(shared_data: Path):
     assert folders(shared_data / "afrisenti") == mapped("afrisenti") | excluded("afrisenti")
     assert folders(shared_data / "afriqa" / "queries") == mapped("afriqa")
     assert folders(shared_data / "afriqa" / "gold_passages") == mapped("afriqa") - {"wol"}
-    winogrande = (shared_data / "bridging_the_gap" / "winogrande_s").glob("*.csv")
-    suffixes = {p.stem.removeprefix("winogrande").lstrip("_") or "en" for p in winogrande}
-    assert suffixes == mapped("winogrande_afr") == mapped("mmlu_clinical_afr")
+    winogrande = (shared_data / "bridging_the_gap" / "winogrande_s").glob("winogrande_*.csv")
+    suffixes = {p.stem.removeprefix("winogrande_") for p in winogrande}
+    assert {f"winogrande_{suffix}" for suffix in suffixes} == mapped("winogrande_afr")
+    assert suffixes == mapped("mmlu_clinical_afr")
+
+
+@pytest.mark.shared_data
+def test_english_winogrande_columns_of_the_chosen_config_equal_the_english_release(shared_data: Path):
+    """English Winogrande is read from winogrande_am's English columns: they must be the released English rows."""
+    import csv
+
+    folder = shared_data / "bridging_the_gap" / "winogrande_s"
+    columns = ("English Sentence", "English Option 1", "English Option 2", "Answer", "Split")
+
+    def rows(name: str) -> dict[str, tuple[str, ...]]:
+        with (folder / name).open(encoding="utf-8-sig", newline="") as handle:
+            return {row["qID"]: tuple(row[c] for c in columns) for row in csv.DictReader(handle)}
+
+    english = rows("winogrande.csv")
+    chosen = DATASET_CODES["winogrande_afr"]["eng"].removeprefix("winogrande_")
+    assert len(english) == 3674
+    assert rows(f"winogrande_{chosen}.csv") == english
 
 
 # ---------------------------------------------------------------- literals

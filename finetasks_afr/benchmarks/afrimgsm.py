@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import re
+
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.benchmarks.common import clean, generative_tasks
-from finetasks_afr.languages import covered_by
+from finetasks_afr.languages import IROKOBENCH, covered_by, same_codes
+from finetasks_afr.sources import DatasetSource
+
+SOURCES = (
+    DatasetSource(
+        key="afrimgsm",
+        hub_repo="masakhane/afrimgsm",
+        revision=None,
+        splits=("train", "test"),
+        codes=same_codes(IROKOBENCH + " vai"),
+        excluded={"fra": "French: not African and not the English reference"},
+        notes="Unpinned. Type of answer_number unverified (a hub commit changed it int -> string). The train rows' "
+        "question carries its own 'Question:' prefix, removed here as lm-eval does. No raw source: hub only.",
+    ),
+)
+_QUESTION_PREFIX = re.compile(r"^\s*Question\s*:\s*")
 
 
 def number_text(value: object) -> str:
@@ -19,7 +36,11 @@ def number_text(value: object) -> str:
 
 
 def adapter(line: dict) -> dict:
-    return {"question": clean(line["question"]), "choices": [number_text(line["answer_number"])]}
+    """The question without the "Question:" the train rows carry (the template writes its own)."""
+    question = _QUESTION_PREFIX.sub("", clean(line["question"]))
+    if not question:
+        raise ValueError("empty question")
+    return {"question": question, "choices": [number_text(line["answer_number"])]}
 
 
 def tasks() -> list[LightevalTaskConfig]:

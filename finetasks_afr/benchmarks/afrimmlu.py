@@ -1,4 +1,10 @@
-"""AfriMMLU (IrokoBench): MMLU questions translated into African languages (GK)."""
+"""AfriMMLU (IrokoBench): MMLU questions translated into African languages (GK).
+
+Read as lighteval reads it: revision `refs/pr/1` (lighteval's pin, "temporary until the pr is merged"), test
+split evaluated, 5 few-shot examples from that revision's `dev` split. lm-evaluation-harness instead reads the
+main revision with few-shot examples from `validation`; mixing the two (refs/pr/1 with `validation`) is what
+neither does, so the split names follow the pinned revision.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,22 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by
+from finetasks_afr.languages import IROKOBENCH, covered_by, same_codes
+from finetasks_afr.sources import DatasetSource
+
+SOURCES = (
+    DatasetSource(
+        key="afrimmlu",
+        hub_repo="masakhane/afrimmlu",
+        revision="refs/pr/1",
+        splits=("dev", "test"),
+        codes=same_codes(IROKOBENCH),
+        excluded={"fra": "French: not African and not the English reference"},
+        notes="Pinned to refs/pr/1 with few-shot split `dev`, as lighteval's afri_mmlu tasks; lm-eval reads main "
+        "with `validation`/`test`. `choices` is a Python-list string on main (accepted either way). No raw "
+        "source here: hub only.",
+    ),
+)
 
 
 def adapter(line: dict) -> dict:
@@ -31,8 +52,8 @@ FAMILY = Family(
     adapter=adapter,
     random_baseline=0.25,
     evaluation_splits=("test",),
-    few_shots_split="validation",
-    hf_avail_splits=("validation", "test"),
+    few_shots_split="dev",
+    hf_avail_splits=("dev", "test"),
 )
 
 

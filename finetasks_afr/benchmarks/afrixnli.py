@@ -6,7 +6,20 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.nli import get_nli_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
-from finetasks_afr.languages import covered_by
+from finetasks_afr.languages import IROKOBENCH, covered_by, same_codes
+from finetasks_afr.sources import DatasetSource
+
+SOURCES = (
+    DatasetSource(
+        key="afrixnli",
+        hub_repo="masakhane/afrixnli",
+        revision=None,
+        splits=("validation", "test"),
+        codes=same_codes(IROKOBENCH),
+        excluded={"fra": "French: not African and not the English reference"},
+        notes="Unpinned. label is int (0 entailment, 1 neutral, 2 contradiction). No raw source: hub only.",
+    ),
+)
 
 LABELS = ("entailment", "neutral", "contradiction")  # dataset order: 0, 1, 2
 

@@ -1,14 +1,20 @@
 """What every benchmark family shares: task names, metrics, prompt languages, clean fields, skip counting.
 
-A benchmark module builds `Variant`s (one per language x formulation x prompt language) and turns each
-into a LightevalTaskConfig with `build_config`, which also records the task's metadata (benchmark,
-language, category, formulation, random baseline) in `TASK_INFO` so the analysis needs no table of its own.
+A benchmark module describes a `Family` (or builds generative tasks) and `family_tasks` turns it into one
+LightevalTaskConfig per language x formulation x prompt language with `build_config`, which also records the
+task's metadata (benchmark, language, category, formulation, random baseline) in `TASK_INFO` as the analysis'
+own `TaskInfo`, so the analysis needs no table of its own.
+
+`clean` is the one cleaning step every field of every benchmark goes through: text from tweets, news sites
+and spreadsheets carries BOMs, zero-width characters, emoji variation selectors, literal "\\n" sequences and
+decomposed accents, which a model sees as tokens but a reader of the prompt does not.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +37,7 @@ from lighteval.tasks.templates.utils.formulation import (
 )
 from lighteval.utils.language import Language
 
+from analysis.table import TaskInfo
 from finetasks_afr.languages import AfricanLanguage
 from finetasks_afr.literals import native_prompt_available, prompt_language
 from finetasks_afr.sources import hf_location
@@ -42,21 +49,6 @@ FORMULATION_LABEL = {"cf": "CF", "mcf": "MCF", "hybrid": "HYBRID"}
 PROMPTS = ("native", "en")  # in-language prompt words; English prompt words over the native content
 EN_SUFFIX = "_enprompt"
 FEWSHOT_SEED_NOTE = "few-shot examples: lighteval's sampler with variance seed 0 (fixed), so prompts repeat exactly"
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """Metadata of one task: what the score table's columns need."""
-
-    name: str
-    benchmark: str
-    language: str  # ISO 639-3
-    category: str  # GK, RC, RES, NLU, GEN
-    formulation: str  # CF, MCF, HYBRID, GEN
-    random_baseline: float
-    prompt: str  # "native" or "en"
-    dataset: str  # key of finetasks_afr.sources.SOURCES
-    subset: str  # hf_subset
 
 
 TASK_INFO: dict[str, TaskInfo] = {}
@@ -87,13 +79,18 @@ def content_language(language: AfricanLanguage) -> Language:
 
 
 _SPACES = re.compile(r"\s+")
+# zero-width space/joiners, word joiner, BOM, soft hyphen, Mongolian vowel separator; variation selectors
+INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad\u180e\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_LITERAL_BREAKS = re.compile(r"\\[nrt]")  # the two characters backslash + n (r, t): escaped line breaks
 
 
 def clean(text: Any) -> str:
-    """One line, single spaces, trimmed: no doubled spaces or stray newlines in any prompt field."""
+    """NFC, no invisible characters, escaped line breaks as spaces, one line, single spaces, trimmed."""
     if text is None:
         raise ValueError("missing field")
-    return _SPACES.sub(" ", str(text)).strip()
+    value = unicodedata.normalize("NFC", str(text))
+    value = _LITERAL_BREAKS.sub(" ", INVISIBLE.sub("", value))
+    return _SPACES.sub(" ", value).strip()
 
 
 def skipping(name: str, adapter: Callable[[dict], Any]) -> Callable[[dict], Any]:
@@ -131,6 +128,7 @@ def gen_metrics(language: AfricanLanguage) -> list:
 
 def build_config(
     *,
+    name: str,
     info: TaskInfo,
     prompt_function: Callable[[dict, str], Doc | None],
     metrics: list,
@@ -143,9 +141,9 @@ def build_config(
 ) -> LightevalTaskConfig:
     """A LightevalTaskConfig reading from the hub (pinned) or the local mirror, with its metadata recorded."""
     repo, revision = hf_location(info.dataset, info.subset)
-    TASK_INFO[info.name] = info
+    TASK_INFO[name] = info
     return LightevalTaskConfig(
-        name=info.name,
+        name=name,
         prompt_function=prompt_function,
         hf_repo=repo,
         hf_subset=info.subset,
@@ -189,15 +187,25 @@ class Family:
     dataset: str  # key of SOURCES / LANGUAGE.codes
     category: str
     template: Callable[..., Callable[[dict, str], Doc | None]]  # lighteval template factory
-    adapter: Callable[[dict], Any]  # dataset row -> template input; raises on a bad row
     random_baseline: float
     evaluation_splits: tuple[str, ...]
     few_shots_split: str | None
     hf_avail_splits: tuple[str, ...]
+    adapter: Callable[[dict], Any] | None = None  # dataset row -> template input; raises on a bad row
     formulations: tuple[str, ...] = ("cf", "mcf", "hybrid")
     template_kwargs: tuple[tuple[str, Any], ...] = ()
     subset: Callable[[AfricanLanguage], str] | None = None  # default: the language's code for the dataset
     few_shots_split_for: Callable[[AfricanLanguage], str | None] | None = None
+    adapter_for: Callable[[AfricanLanguage], Callable[[dict], Any]] | None = None  # per-language adapter
+    labels_for: Callable[[AfricanLanguage], tuple[str, ...]] | None = None  # labels offered: baseline 1/len
+
+    def language_adapter(self, language: AfricanLanguage) -> Callable[[dict], Any]:
+        """The adapter for `language`: `adapter_for(language)` when given, else the family's one adapter."""
+        if self.adapter_for is not None:
+            return self.adapter_for(language)
+        if self.adapter is None:
+            raise TypeError(f"family {self.benchmark!r} has neither adapter nor adapter_for")
+        return self.adapter
 
 
 def family_tasks(family: Family, languages: list[AfricanLanguage]) -> list[LightevalTaskConfig]:
@@ -211,15 +219,24 @@ def family_tasks(family: Family, languages: list[AfricanLanguage]) -> list[Light
                 name = task_name(family.benchmark, language.iso3, formulation, prompt)
                 prompt_function = family.template(
                     words_language(language, prompt),
-                    skipping(name, family.adapter),
+                    skipping(name, family.language_adapter(language)),
                     formulation=FORMULATIONS[formulation],
                     **dict(family.template_kwargs),
                 )
-                info = TaskInfo(name, family.benchmark, language.iso3, family.category,
-                                FORMULATION_LABEL[formulation], family.random_baseline, prompt, family.dataset,
-                                subset)  # fmt: skip
+                labels = len(family.labels_for(language)) if family.labels_for else None
+                info = TaskInfo(
+                    benchmark=family.benchmark,
+                    language=language.iso3,
+                    category=family.category,
+                    formulation=FORMULATION_LABEL[formulation],
+                    random_baseline=1 / labels if labels else family.random_baseline,
+                    prompt=prompt,
+                    dataset=family.dataset,
+                    subset=subset,
+                )
                 configs.append(
                     build_config(
+                        name=name,
                         info=info,
                         prompt_function=prompt_function,
                         metrics=mc_metrics(FORMULATIONS[formulation]),
@@ -251,9 +268,19 @@ def generative_tasks(
         subset = language.codes[dataset]
         for prompt in prompts_for(language):
             name = task_name(benchmark, language.iso3, None, prompt)
-            info = TaskInfo(name, benchmark, language.iso3, category, "GEN", 0.0, prompt, dataset, subset)
+            info = TaskInfo(
+                benchmark=benchmark,
+                language=language.iso3,
+                category=category,
+                formulation="GEN",
+                random_baseline=0.0,
+                prompt=prompt,
+                dataset=dataset,
+                subset=subset,
+            )
             configs.append(
                 build_config(
+                    name=name,
                     info=info,
                     prompt_function=get_qa_prompt_function(words_language(language, prompt), skipping(name, adapter)),
                     metrics=gen_metrics(language),

@@ -158,9 +158,8 @@ def task_config(prepared: PreparedLanguage) -> LightevalTaskConfig:
     """The task of one prepared language, with its metadata recorded in TASK_INFO."""
     name = f"{BENCHMARK}_{prepared.language}"
     TASK_INFO[name] = TaskInfo(
-        name, BENCHMARK, prepared.language, CATEGORY, FORMULATION, NO_RANDOM_BASELINE, "native", BENCHMARK,
-        prepared.language,
-    )  # fmt: skip
+        BENCHMARK, prepared.language, CATEGORY, FORMULATION, NO_RANDOM_BASELINE, "native", BENCHMARK, prepared.language
+    )
     return LightevalTaskConfig(
         name=name,
         prompt_function=longppl_prompt,

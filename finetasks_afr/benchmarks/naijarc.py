@@ -1,4 +1,8 @@
-"""NaijaRC: Nigerian-language reading comprehension (hau, ibo, yor) (RC)."""
+"""NaijaRC: Nigerian-language reading comprehension (hau, ibo, yor) (RC).
+
+Only a test split exists, so few-shot examples come from it; finetasks_afr.fewshot keeps every document (and any
+question with the same text) out of its own examples.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,19 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by
+from finetasks_afr.languages import covered_by, same_codes
+from finetasks_afr.sources import DatasetSource
+
+SOURCES = (
+    DatasetSource(
+        key="naijarc",
+        hub_repo="Davlan/NaijaRC",
+        revision=None,
+        splits=("test",),
+        codes=same_codes("hau ibo yor"),
+        notes="Unpinned. Configs hau ibo yor; only the test split is known. No raw source: hub only.",
+    ),
+)
 
 
 def adapter(line: dict) -> dict:
@@ -27,7 +43,7 @@ FAMILY = Family(
     adapter=adapter,
     random_baseline=0.25,
     evaluation_splits=("test",),
-    few_shots_split="test",
+    few_shots_split="test",  # the only split: see the module docstring
     hf_avail_splits=("test",),
 )
 

@@ -113,10 +113,9 @@ def _config(
     """One task: `<benchmark>_<iso3>`, 0-shot on the test split, metadata in TASK_INFO."""
     name = task_name(benchmark, language.iso3, None, "native")
     subset = language.codes[dataset]
-    info = TaskInfo(
-        name, benchmark, language.iso3, CATEGORY, FORMULATION, NO_RANDOM_BASELINE, "native", dataset, subset
-    )
+    info = TaskInfo(benchmark, language.iso3, CATEGORY, FORMULATION, NO_RANDOM_BASELINE, "native", dataset, subset)
     return build_config(
+        name=name,
         info=info,
         prompt_function=prompt_function(name),
         metrics=list(METRICS),

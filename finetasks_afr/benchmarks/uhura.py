@@ -7,6 +7,27 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks
 from finetasks_afr.languages import AfricanLanguage, covered_by
+from finetasks_afr.sources import DatasetSource
+
+SOURCES = (
+    DatasetSource(
+        key="uhura_arc_easy",
+        hub_repo="masakhane/uhura-arc-easy",
+        revision=None,
+        splits=("train", "validation", "test"),
+        codes={
+            "amh": "am_multiple_choice",
+            "eng": "en_multiple_choice",
+            "hau": "ha_multiple_choice",
+            "nso": "nso_multiple_choice",
+            "swa": "sw_multiple_choice",
+            "yor": "yo_multiple_choice",
+            "zul": "zu_multiple_choice",
+        },
+        notes="Unpinned. zu_multiple_choice and nso_multiple_choice_unmatched have no validation split. "
+        "answerKey letters vs. digits unverified. No raw source: hub only.",
+    ),
+)
 
 
 def adapter(line: dict) -> dict:

@@ -1,0 +1,130 @@
+"""Shared pieces of the raw-file importers: each benchmark module reads its own raw release with these.
+
+`finetasks-afr data import-raw` builds a mirror (layout: :mod:`finetasks_afr.sources`) from the raw GitHub
+releases of the datasets, laid out as in ``shared/data``. The knowledge of one release (file names, columns,
+labels, the hub schema its rows become) lives in that benchmark's module as a :class:`RawImporter`; this module
+holds only what every importer needs: reading TSV files, checking a string field, and the unit/row protocol
+that :func:`finetasks_afr.mirror.import_raw` drives.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+csv.field_size_limit(sys.maxsize)
+
+
+class RowError(Exception):
+    """A raw row that cannot be converted; the message is the reason counted in the mirror report."""
+
+
+Yielded = tuple[str, str, dict[str, Any] | str]
+"""``(config, split, row)`` or ``(config, split, reason)`` for a skipped row."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One raw file (or one part of it) to read: a progress label and a reader of its rows."""
+
+    label: str
+    read: Callable[[], Iterator[Yielded]]
+
+
+@dataclass(frozen=True)
+class RawImporter:
+    """How to turn a dataset's raw release into mirror rows with the hub's config names, splits and schema."""
+
+    subdir: str  # the raw folder, relative to the raw data root (``shared/data`` layout)
+    units: Callable[[Path], list[Unit]]
+    features: Callable[[str], Any]  # config name -> datasets.Features of its rows
+
+
+def str_field(row: Mapping[str, Any], name: str, *, required: bool = True) -> str | None:
+    """The string value of ``name``; a missing or blank required value raises RowError naming the field."""
+    value = row.get(name)
+    if isinstance(value, float) and math.isnan(value):
+        value = None
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise RowError(f"missing {name}")
+        return None
+    if not isinstance(value, str):
+        if isinstance(value, bool | int):
+            return str(value)
+        raise RowError(f"bad {name}")
+    return value
+
+
+def read_tsv(path: Path) -> Iterator[dict[str, str] | str]:
+    """Rows of a TSV with a header (CSV-style quoting, as written by pandas); a malformed row yields a reason."""
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        header = next(reader, None)
+        if header is None:
+            return
+        header = [name.strip() for name in header]
+        for values in reader:
+            if not values or values == [""]:
+                continue
+            if len(values) != len(header):
+                yield f"expected {len(header)} columns, got {len(values)}"
+                continue
+            yield dict(zip(header, values, strict=True))
+
+
+def lang_dirs(root: Path) -> list[Path]:
+    """The per-language folders of a raw release (hidden folders ignored), sorted."""
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+TSV_SPLITS = {"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test"}
+
+
+def tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]) -> Callable[[Path], list[Unit]]:
+    """Units of a ``<lang>/{train,dev,test}.tsv`` release: config = folder name, raw ``dev`` = hub ``validation``."""
+
+    def units(root: Path) -> list[Unit]:
+        found = []
+        for lang_dir in lang_dirs(root):
+            for file_name, split in TSV_SPLITS.items():
+                path = lang_dir / file_name
+                if path.is_file():
+                    found.append(
+                        Unit(
+                            f"{key}/{lang_dir.name}/{split}",
+                            lambda p=path, c=lang_dir.name, s=split: _tsv_rows(p, c, s, convert),
+                        )
+                    )
+        return found
+
+    return units
+
+
+def _tsv_rows(
+    path: Path, config: str, split: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]
+) -> Iterator[Yielded]:
+    for raw in read_tsv(path):
+        if isinstance(raw, str):
+            yield config, split, raw
+            continue
+        try:
+            yield config, split, convert(raw, path)
+        except RowError as skip:
+            yield config, split, str(skip)
+
+
+def string_features(*names: str) -> Callable[[str], Any]:
+    """A features factory: every named column a string, in every config."""
+
+    def build(config: str) -> Any:
+        from datasets import Features, Value
+
+        return Features({name: Value("string") for name in names})
+
+    return build
