@@ -99,8 +99,8 @@ def test_every_dataset_has_its_languages(dataset):
 
 @pytest.mark.parametrize("dataset", DATASETS)
 def test_codes_are_unique_per_dataset_and_exclusions_are_not_mapped(dataset):
-    codes = [lang.codes[dataset] for lang in covered_by(dataset)]
-    assert len(codes) == len(set(codes))
+    codes = [lang.codes[dataset] for lang in covered_by(dataset) if (dataset, lang.iso3) != ("winogrande_afr", "eng")]
+    assert len(codes) == len(set(codes))  # English Winogrande shares winogrande_am (its English columns)
     assert not set(codes) & set(EXCLUDED_CONFIGS.get(dataset, {}))
 
 

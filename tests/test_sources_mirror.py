@@ -46,6 +46,7 @@ def test_sources_cover_every_key() -> None:
     expected = {
         "winogrande_afr",
         "mmlu_clinical_afr",
+        "mmlu_en",
         "belebele",
         "afrimmlu",
         "afrixnli",
@@ -92,8 +93,9 @@ def test_hf_location_unknown_key() -> None:
 # -------------------------------------------------------------------------------- real raw data import
 
 EXPECTED_TOTALS = {  # dataset: (configs, rows, skipped) on shared/data
-    "winogrande_afr": (12, 44088, 0),
-    "mmlu_clinical_afr": (36, 8256, 0),
+    "winogrande_afr": (11, 40414, 0),  # 11 x 3674 (the English-only file has no hub config)
+    "mmlu_clinical_afr": (33, 7568, 0),  # 3 subjects x 11 languages x (5 + val + test)
+    "mmlu_en": (3, 688, 0),  # the English originals, as cais/mmlu configs
     "belebele": (12, 10800, 0),
     "sib200": (59, 59236, 0),
     "masakhanews": (16, 9354, 0),
@@ -127,8 +129,10 @@ def test_import_raw_real_totals(real_mirror) -> None:
 
 
 FIELDS = {
-    "winogrande_afr": ["qID", "Sentence", "Option1", "Option2", "Answer"],
+    "winogrande_afr": ["qID", "English Sentence", "English Option 1", "English Option 2", "Zulu Sentence",
+                       "Zulu Option 1", "Zulu Option 2", "Answer", "Split"],  # fmt: skip
     "mmlu_clinical_afr": ["Question", "OptionA", "OptionB", "OptionC", "OptionD", "Answer"],
+    "mmlu_en": ["question", "subject", "choices", "answer"],
     "belebele": [
         "link",
         "question_number",
@@ -152,12 +156,13 @@ LOAD_CASES = [
     ("sib200", "hau_Latn", "test", 204),
     ("sib200", "zul_Latn", "validation", 99),
     ("sib200", "eng_Latn", "train", 701),
-    ("winogrande_afr", "zu", "test", 1767),
-    ("winogrande_afr", "en", "train_s", 640),
-    ("winogrande_afr", "af", "dev", 1267),
-    ("mmlu_clinical_afr", "virology_zu", "test", 166),
-    ("mmlu_clinical_afr", "clinical_knowledge_en", "val", 29),
-    ("mmlu_clinical_afr", "college_medicine_am", "dev", 5),
+    ("winogrande_afr", "winogrande_zu", "test", 1767),
+    ("winogrande_afr", "winogrande_zu", "train_s", 640),
+    ("winogrande_afr", "winogrande_zu", "dev", 1267),
+    ("mmlu_clinical_afr", "mmlu_virology_zu", "test", 166),
+    ("mmlu_en", "clinical_knowledge", "validation", 29),
+    ("mmlu_en", "clinical_knowledge", "test", 265),
+    ("mmlu_clinical_afr", "mmlu_college_medicine_am", "dev", 5),
     ("belebele", "zul_Latn", "test", 900),
     ("belebele", "eng_Latn", "test", 900),
     ("masakhanews", "hau", "test", 637),
@@ -186,18 +191,18 @@ def test_mirror_values_and_types(real_mirror, tmp_path, offline) -> None:
     assert sib["index_id"] == 1523 and sib["category"] == "science/technology"
     assert sib["text"].startswith("Maye gurbi yana")
 
-    wino = load(out / "winogrande_afr", "zu", "test", tmp_path)
+    wino = load(out / "winogrande_afr", "winogrande_zu", "test", tmp_path)
     assert wino[0]["qID"] == "302U8RURJ1F4PRVV7VD96AIODKDVNB-2"
-    assert wino[0]["Sentence"].startswith("URandy") and "_" in wino[0]["Sentence"]
-    assert (wino[0]["Option1"], wino[0]["Answer"]) == ("Randy ", "2")  # raw values kept as in the hub CSVs
-    assert set(wino["Answer"]) == {"1", "2"}
-    english = load(out / "winogrande_afr", "en", "test", tmp_path)
-    assert sorted(english["qID"]) == sorted(wino["qID"])  # same items (the raw files order them differently)
-    by_id = {row["qID"]: row for row in english}
-    assert by_id["302U8RURJ1F4PRVV7VD96AIODKDVNB-2"]["Sentence"].startswith("Randy did not like")
+    assert wino[0]["Zulu Sentence"].startswith("URandy") and "_" in wino[0]["Zulu Sentence"]
+    assert (wino[0]["Zulu Option 1"], wino[0]["Answer"]) == ("Randy ", 2)  # as a CSV loader types the hub CSVs
+    assert set(wino["Answer"]) == {1, 2} and set(wino["Split"]) == {"test"}
+    assert wino[0]["English Sentence"].startswith("Randy did not like")
 
-    mmlu = load(out / "mmlu_clinical_afr", "virology_en", "dev", tmp_path)[0]
-    assert mmlu["Question"] == "Why are parvoviruses a highly impactful parasite?" and mmlu["Answer"] == "A"
+    mmlu = load(out / "mmlu_en", "virology", "dev", tmp_path)[0]
+    assert mmlu["question"] == "Why are parvoviruses a highly impactful parasite?" and mmlu["answer"] == 0
+    assert mmlu["subject"] == "virology" and len(mmlu["choices"]) == 4
+    zulu = load(out / "mmlu_clinical_afr", "mmlu_virology_zu", "dev", tmp_path)[0]
+    assert zulu["Question"].startswith("Kungani amagciwane") and zulu["Answer"] == "A"
 
     bele = load(out / "belebele", "zul_Latn", "test", tmp_path)
     assert bele.features["question_number"].dtype == "int64"
@@ -218,7 +223,10 @@ def test_mirror_config_names(real_mirror, offline) -> None:
     out, _ = real_mirror
     assert len(datasets.get_dataset_config_names(str(out / "sib200"))) == 59
     assert set(datasets.get_dataset_config_names(str(out / "winogrande_afr"))) == {
-        "af", "am", "bm", "ig", "nso", "sn", "st", "tn", "ts", "xh", "zu", "en",
+        f"winogrande_{code}" for code in ("af", "am", "bm", "ig", "nso", "sn", "st", "tn", "ts", "xh", "zu")
+    }
+    assert set(datasets.get_dataset_config_names(str(out / "mmlu_en"))) == {
+        "clinical_knowledge", "college_medicine", "virology",
     }  # fmt: skip
     assert set(datasets.get_dataset_config_names(str(out / "afriqa"))) == {
         "bem", "fon", "hau", "ibo", "kin", "swa", "twi", "yor", "zul",
@@ -349,9 +357,9 @@ def test_bad_rows_are_skipped_and_counted(tmp_path: Path, offline) -> None:
         ("afrisenti", "hau", "validation"): (1, 2),
         ("afrisenti", "hau", "test"): (1, 0),
         ("masakhanews", "hau", "test"): (1, 1),
-        ("winogrande_afr", "zu", "test"): (1, 1),
-        ("winogrande_afr", "zu", "dev"): (1, 0),
-        ("mmlu_clinical_afr", "virology_zu", "test"): (1, 1),
+        ("winogrande_afr", "winogrande_zu", "test"): (1, 1),
+        ("winogrande_afr", "winogrande_zu", "dev"): (1, 0),
+        ("mmlu_clinical_afr", "mmlu_virology_zu", "test"): (1, 1),
         ("belebele", "zul_Latn", "test"): (1, 1),
         ("afriqa", "hau", "test"): (2, 1),
         ("afriqa", "hau", "validation"): (1, 1),
@@ -373,13 +381,38 @@ def test_bad_rows_are_skipped_and_counted(tmp_path: Path, offline) -> None:
     assert load(out / "sib200", "hau_Latn", "test", cache)[0]["text"] == 'quoted "x" text'
     qa = load(out / "afriqa", "hau", "test", cache)
     assert qa["answer_lang"] == ["Abuja", None] and qa["title"] == [None, None]
-    assert load(out / "winogrande_afr", "zu", "test", cache)[0] == {
+    assert load(out / "winogrande_afr", "winogrande_zu", "test", cache)[0] == {
         "qID": "q1",
-        "Sentence": "U _ b",
-        "Option1": "x ",
-        "Option2": "y ",
-        "Answer": "1",
+        "English Sentence": "A _ b",
+        "English Option 1": "x",
+        "English Option 2": "y",
+        "Zulu Sentence": "U _ b",
+        "Zulu Option 1": "x ",
+        "Zulu Option 2": "y ",
+        "Answer": 1,
+        "Split": "test",
     }
+
+
+def test_a_mirror_of_an_older_layout_is_refused_with_the_rebuild_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Bridging-the-Gap mirror built before the hub's config names (layout 1, no marker) must not be silently
+    bypassed for the hub (offline: a DNS error naming neither): it is refused with the command that rebuilds it."""
+    from finetasks_afr.sources import StaleMirrorError, mirror_layout
+
+    src = write_tiny_raw(tmp_path / "raw")
+    out = tmp_path / "mirror"
+    import_raw(src, out, datasets=["winogrande_afr", "sib200"])
+    monkeypatch.setenv(DATA_DIR_ENV, str(out))
+    assert mirror_layout(out / "winogrande_afr") == SOURCES["winogrande_afr"].layout == 2
+    assert hf_location("winogrande_afr", "winogrande_zu") == (str(out / "winogrande_afr"), None)
+    old = out / "winogrande_afr" / "README.md"
+    old.write_text(old.read_text().replace("- finetasks-afr mirror layout: 2\n", ""))
+    assert mirror_layout(out / "winogrande_afr") == 1
+    with pytest.raises(StaleMirrorError, match=r"layout 1.*layout 2.*import-raw.*-d winogrande_afr"):
+        hf_location("winogrande_afr", "winogrande_zu")
+    assert hf_location("sib200", "hau_Latn") == (str(out / "sib200"), None)  # layout 1 is current for sib200
 
 
 def test_import_raw_input_errors(tmp_path: Path) -> None:

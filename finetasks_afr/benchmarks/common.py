@@ -109,6 +109,19 @@ def skipping(name: str, adapter: Callable[[dict], Any]) -> Callable[[dict], Any]
     return safe
 
 
+def without_empty_instruction(prompt_function: Callable[[dict, str], Doc | None]) -> Callable[[dict, str], Doc | None]:
+    """lighteval's continuation template sets `Doc.instruction = ""` when a row has none, and its PromptManager
+    then joins "" + "\n\n" in front of every prompt: an empty instruction becomes None (no instruction)."""
+
+    def prompt(line: dict, task_name: str) -> Doc | None:
+        doc = prompt_function(line, task_name)
+        if doc is not None and doc.instruction == "":
+            doc.instruction = None
+        return doc
+
+    return prompt
+
+
 def mc_metrics(formulation: Formulation) -> list:
     """acc, acc_norm (characters), acc_norm_token, acc_norm_pmi; lighteval keeps only acc for letter answers."""
     candidates = [
@@ -144,7 +157,7 @@ def build_config(
     TASK_INFO[name] = info
     return LightevalTaskConfig(
         name=name,
-        prompt_function=prompt_function,
+        prompt_function=without_empty_instruction(prompt_function),
         hf_repo=repo,
         hf_subset=info.subset,
         hf_revision=revision,
