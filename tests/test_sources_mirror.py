@@ -129,8 +129,12 @@ def test_import_raw_real_totals(real_mirror) -> None:
 
 
 FIELDS = {
-    "winogrande_afr": ["qID", "English Sentence", "English Option 1", "English Option 2", "Zulu Sentence",
-                       "Zulu Option 1", "Zulu Option 2", "Answer", "Split"],  # fmt: skip
+    "winogrande_afr": [
+        "qID",
+        *(f"{lang} {field}" for lang in ("English", "Zulu") for field in ("Sentence", "Option 1", "Option 2")),
+        "Answer",
+        "Split",
+    ],
     "mmlu_clinical_afr": ["Question", "OptionA", "OptionB", "OptionC", "OptionD", "Answer"],
     "mmlu_en": ["question", "subject", "choices", "answer"],
     "belebele": [

@@ -15,7 +15,16 @@ import pytest
 PROJECT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).with_name("snapshots") / "prompts.json"
 NAME = re.compile(r"^[a-z0-9_]+_[a-z]{3}(_(cf|mcf|hybrid))?(_enprompt)?$")
-MIRRORED = ("winogrande_afr", "mmlu_clinical_afr", "mmlu_en", "belebele", "sib200", "masakhanews", "afrisenti", "afriqa")
+MIRRORED = (
+    "winogrande_afr",
+    "mmlu_clinical_afr",
+    "mmlu_en",
+    "belebele",
+    "sib200",
+    "masakhanews",
+    "afrisenti",
+    "afriqa",
+)
 ROWS_PER_TASK = 12
 
 

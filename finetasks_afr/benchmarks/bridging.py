@@ -220,9 +220,9 @@ SOURCES = (
         splits=("dev", "validation", "test"),
         codes={"eng": "en"},
         config_names=SUBJECTS,
-        notes="Unpinned. The English originals of Bridging the Gap's MMLU subjects: cais/mmlu configs clinical_knowledge, "
-        "college_medicine, virology (fields question, subject, choices, answer 0-3). A raw import builds them "
-        "from Bridging the Gap's English CSVs (same rows).",
+        notes="Unpinned. The English originals of Bridging the Gap's MMLU subjects: cais/mmlu configs "
+        "clinical_knowledge, college_medicine, virology (fields question, subject, choices, answer 0-3). A raw "
+        "import builds them from Bridging the Gap's English CSVs (same rows).",
         raw=RawImporter("bridging_the_gap/mmlu_cm_ck_vir", lambda root: _mmlu_units(root, True), _mmlu_en_features),
     ),
 )
