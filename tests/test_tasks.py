@@ -256,3 +256,74 @@ def test_few_shot_prompts_repeat_byte_for_byte(suite):
     assert first == second
     assert all(prompt.count("Umbuzo:") == 6 for prompt in first)  # 5 examples + the question, in isiZulu words
     assert all("  " not in prompt for prompt in first)
+
+
+# ------------------------------------------------------------------------------ classification prompts
+
+
+@pytest.mark.shared_data
+def test_masakhanews_offers_each_language_the_topics_its_data_has(shared_data: Path):
+    """The per-language topic sets written in the module equal the topics of the raw release's splits."""
+    import csv
+
+    from finetasks_afr.benchmarks import masakhanews
+
+    for folder in sorted((shared_data / "masakhanews").iterdir()):
+        if folder.name not in masakhanews.LABELS:
+            continue  # fra: excluded
+        found: set[str] = set()
+        for path in folder.glob("*.tsv"):
+            with path.open(encoding="utf-8", newline="") as handle:
+                found |= {row["category"].strip() for row in csv.DictReader(handle, delimiter="\t")}
+        assert set(masakhanews.LABELS[folder.name]) == found, folder.name
+    assert set(masakhanews.LABELS) == {p.name for p in (shared_data / "masakhanews").iterdir()} - {"fra"}
+
+
+def test_classification_prompts_name_the_task_and_labels_and_baselines_follow_them(suite):
+    from finetasks_afr.benchmarks import afrisenti, masakhanews, sib200
+
+    configs, info = suite
+    by_name = {config.name: config for config in configs}
+    rows = {
+        "sib200_hau_mcf": {"index_id": 1, "category": "travel", "text": "Tafiya"},
+        "masakhanews_amh_cf_enprompt": {"category": "sports", "headline": "H", "text": "T", "url": ""},
+        "masakhanews_hau_hybrid": {"category": "religion", "headline": "H", "text": "T", "url": ""},
+        "afrisenti_hau_mcf": {"tweet": "kai", "label": "neutral"},
+    }
+    for name, row in rows.items():
+        doc = by_name[name].prompt_function(row, name)
+        assert doc.instruction and doc.query.startswith(doc.instruction), name
+        assert doc.instruction.startswith("Classify the")
+    amh = by_name["masakhanews_amh_cf_enprompt"].prompt_function(rows["masakhanews_amh_cf_enprompt"], "x")
+    assert [choice.strip().lower() for choice in amh.choices] == ["business", "health", "politics", "sports"]
+    assert "business, health, politics, sports." in amh.instruction
+    assert info["masakhanews_amh_cf"].random_baseline == pytest.approx(1 / 4)
+    assert info["masakhanews_ibo_mcf"].random_baseline == pytest.approx(1 / 6)
+    assert info["masakhanews_hau_mcf"].random_baseline == pytest.approx(1 / 7)
+    assert info["sib200_hau_mcf"].random_baseline == pytest.approx(1 / len(sib200.TOPICS))
+    assert info["afrisenti_hau_mcf"].random_baseline == pytest.approx(1 / len(afrisenti.SENTIMENTS))
+    for iso3, labels in masakhanews.LABELS.items():
+        name = f"masakhanews_{iso3}_mcf" + ("" if iso3 == "eng" else "_enprompt")  # every language has _enprompt
+        assert info[name].random_baseline == pytest.approx(1 / len(labels)), iso3
+    # a row whose topic the language does not offer is skipped (counted), never mapped to a wrong index
+    assert by_name["masakhanews_amh_mcf"].prompt_function(rows["masakhanews_hau_hybrid"], "x") is None
+
+
+def test_afrimgsm_train_rows_lose_their_own_question_prefix(suite):
+    configs, _ = suite
+    config = next(c for c in configs if c.name == "afrimgsm_yor_enprompt")
+    row = {"question": "Question: Ade ní ọsàn mẹ́ta. Ọsàn mélòó?", "answer_number": 3, "answer": "Step-by-step"}
+    doc = config.prompt_function(row, config.name)
+    assert doc.query.count("Question:") == 1 and "Question: Question:" not in doc.query
+    assert doc.query.startswith("Question: Ade")
+
+
+def test_clean_removes_invisible_characters_escaped_breaks_and_normalises():
+    from finetasks_afr.benchmarks.common import clean
+
+    assert clean("\ufeffSannu\u200b da\u00a0zuwa") == "Sannu da zuwa"
+    assert clean("❤\ufe0f love\\nit\\r\\tnow") == "❤ love it now"
+    assert clean("e\u0301 \u2060x") == "\u00e9 x"  # NFC: e + combining acute -> é
+    assert clean("  a \n\n b  ") == "a b"
+    with pytest.raises(ValueError):
+        clean(None)
