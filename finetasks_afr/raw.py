@@ -14,6 +14,7 @@ import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]
                     found.append(
                         Unit(
                             f"{key}/{lang_dir.name}/{split}",
-                            lambda p=path, c=lang_dir.name, s=split: _tsv_rows(p, c, s, convert),
+                            partial(_tsv_rows, path, lang_dir.name, split, convert),
                         )
                     )
         return found

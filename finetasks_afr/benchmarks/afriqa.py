@@ -7,10 +7,12 @@ import ast
 import json
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
+from lighteval.utils.language import Language
 
 from finetasks_afr.benchmarks.common import clean, generative_tasks
 from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
@@ -32,9 +34,7 @@ def _raw_units(root: Path) -> list[Unit]:
             match = _RAW_FILE.match(path.name)
             if match and match["lang"] == lang_dir.name:
                 split = _RAW_SPLITS[match["split"]]
-                units.append(
-                    Unit(f"afriqa/{lang_dir.name}/{split}", lambda p=path, c=lang_dir.name, s=split: _raw_rows(p, c, s))
-                )
+                units.append(Unit(f"afriqa/{lang_dir.name}/{split}", partial(_raw_rows, path, lang_dir.name, split)))
     return units
 
 
@@ -135,6 +135,16 @@ def adapter(line: dict) -> dict:
     }
 
 
+PIVOT = {"fon": Language.FRENCH, "wol": Language.FRENCH}
+"""The language of the passages and gold answers: French for the francophone languages, else English."""
+
+
+def answer_language(language: AfricanLanguage) -> Language:
+    """Answers are spans of the English (French) pivot passage, so F1 and exact match normalise them with that
+    language's rules (articles, punctuation), not the question language's: "the Nile" vs "Nile" must match."""
+    return PIVOT.get(language.iso3, Language.ENGLISH)
+
+
 def _few_shots_split(language: AfricanLanguage) -> str:
     return "test" if language.iso3 == "swa" else "train"  # Swahili has only a test split
 
@@ -152,4 +162,5 @@ def tasks() -> list[LightevalTaskConfig]:
         few_shots_split=_few_shots_split,
         hf_avail_splits=("train", "validation", "test"),
         generation_size=32,
+        answer_language=answer_language,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ _TEXT_FIELDS = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2"
 
 def _raw_units(root: Path) -> list[Unit]:
     """Bridging-the-Gap's copy: `belebele[_xx].jsonl`, one dialect per file, the dialect in each row."""
-    return [Unit(f"belebele/{path.stem}", lambda p=path: _raw_rows(p)) for path in sorted(root.glob("belebele*.jsonl"))]
+    return [Unit(f"belebele/{path.stem}", partial(_raw_rows, path)) for path in sorted(root.glob("belebele*.jsonl"))]
 
 
 def _raw_rows(path: Path) -> Iterator[Yielded]:

@@ -22,6 +22,7 @@ import csv
 import dataclasses
 import re
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +77,7 @@ def _wino_units(root: Path) -> list[Unit]:
         match = _WINO_FILE.match(path.name)
         if match and match["code"] in LANGUAGE_NAME:
             config = winogrande_config(match["code"])
-            units.append(Unit(f"winogrande_afr/{config}", lambda p=path, c=config: _wino_rows(p, c)))
+            units.append(Unit(f"winogrande_afr/{config}", partial(_wino_rows, path, config)))
     return units
 
 
@@ -130,7 +131,7 @@ def _mmlu_units(root: Path, english: bool) -> list[Unit]:
         else:
             config = mmlu_config(subject, match["code"])
             read = _mmlu_rows
-        units.append(Unit(f"{config}/{split}", lambda p=path, c=config, s=split, r=read: r(p, c, s)))
+        units.append(Unit(f"{config}/{split}", partial(read, path, config, split)))
     return units
 
 

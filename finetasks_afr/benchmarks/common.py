@@ -133,10 +133,9 @@ def mc_metrics(formulation: Formulation) -> list:
     return get_metrics_for_formulation(formulation, candidates)
 
 
-def gen_metrics(language: AfricanLanguage) -> list:
-    """F1 and prefix exact match with lighteval's multilingual normalisers (fallback: English rules)."""
-    lang = content_language(language)
-    return [MultilingualQuasiF1ScoreMetric(lang), MultilingualQuasiExactMatchMetric(lang, "prefix")]
+def gen_metrics(answers_in: Language) -> list:
+    """F1 and prefix exact match with lighteval's multilingual normaliser of the language the answers are in."""
+    return [MultilingualQuasiF1ScoreMetric(answers_in), MultilingualQuasiExactMatchMetric(answers_in, "prefix")]
 
 
 def build_config(
@@ -272,8 +271,10 @@ def generative_tasks(
     few_shots_split: Callable[[AfricanLanguage], str | None],
     hf_avail_splits: tuple[str, ...],
     generation_size: int,
+    answer_language: Callable[[AfricanLanguage], Language] = content_language,
 ) -> list[LightevalTaskConfig]:
-    """QA-style generative tasks (lighteval's QA template), scored with F1 and prefix exact match."""
+    """QA-style generative tasks (lighteval's QA template), scored with F1 and prefix exact match under the
+    normaliser of the language the gold answers are written in (`answer_language`; default the task's own)."""
     from lighteval.tasks.templates.qa import get_qa_prompt_function
 
     configs = []
@@ -296,7 +297,7 @@ def generative_tasks(
                     name=name,
                     info=info,
                     prompt_function=get_qa_prompt_function(words_language(language, prompt), skipping(name, adapter)),
-                    metrics=gen_metrics(language),
+                    metrics=gen_metrics(answer_language(language)),
                     evaluation_splits=evaluation_splits,
                     few_shots_split=few_shots_split(language),
                     hf_avail_splits=hf_avail_splits,
