@@ -147,7 +147,7 @@ def doc_seed(variance_seed: int, task_name: str, doc: Any) -> int:
         ensure_ascii=False,
         separators=(",", ":"),
     )
-    return int.from_bytes(hashlib.sha256(material.encode("utf-8")).digest()[:16], "big")
+    return hash(material)
 
 
 def _label(doc: Any) -> Any:
@@ -254,7 +254,7 @@ def select_examples(sampler: Any, num_fewshot: int, variance_seed: int, doc: Any
     index = _pool_index(sampler)
     excluded = exclusions(index, doc)
     method = sampler.few_shots_select.value
-    rng = random.Random(variance_seed)
+    rng = random.Random(doc_seed(variance_seed, sampler.task.name, doc))
     if method.sorting == "sequential" and not method.with_sampling:
         picked = _sequential(index, num_fewshot, variance_seed, excluded)
     elif method.sorting == "balanced" and not method.with_sampling:
