@@ -147,7 +147,7 @@ def doc_seed(variance_seed: int, task_name: str, doc: Any) -> int:
         ensure_ascii=False,
         separators=(",", ":"),
     )
-    return hash(material)
+    return int.from_bytes(hashlib.sha256(material.encode("utf-8")).digest()[:16], "big")
 
 
 def _label(doc: Any) -> Any:
