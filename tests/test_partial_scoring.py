@@ -1,7 +1,7 @@
 """Proof that Winogrande CF is partial scoring: log P(rest of the sentence | sentence before the blank + option).
 
-Hand-made rows in the mirror schema (qID, Sentence with one "_", Option1, Option2, Answer "1"/"2"), a blank-first
-sentence and an attached prefix ("u_") among them, go through lighteval's real machinery: the suite's own task
+Hand-made rows (qID, Sentence with one "_", Option1, Option2, Answer; stored under the hub's English columns), a
+blank-first sentence and an attached prefix ("u_") among them, go through lighteval's real machinery: the suite's own task
 config (`bridging.winogrande_tasks`, pointed at a local dataset), `Pipeline` with the Python API, a
 `TransformersModel` over a tiny Llama (finetasks_afr.tiny), 1-shot from the dev split. An independent reference
 builds each context from the raw row, renders the 1-shot prompt as the complete correct dev sentence, and scores
@@ -79,8 +79,9 @@ def full_sentence(row: dict) -> str:
 
 
 # lighteval 0.13 renders a plain-text prompt as "\n\n".join([instruction, *few-shot "query gold", query]); the
-# continuation template's instruction is "" (an empty first paragraph).
-FEWSHOT_PREFIX = "\n\n" + full_sentence(DEV_ROWS[0]) + "\n\n"
+# continuation template's instruction is "", which used to become an empty first paragraph (two leading newlines);
+# the suite turns an empty instruction into None, so the prompt starts with the example.
+FEWSHOT_PREFIX = full_sentence(DEV_ROWS[0]) + "\n\n"
 
 CORPUS = [full_sentence(row) for row in TEST_ROWS + DEV_ROWS if row["qID"] != "t7"] + [
     "Dennis read online newspapers every morning. Grace asked Musa to carry the box.",
@@ -137,9 +138,16 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory) -> Path:
-    return write_local_dataset(
-        tmp_path_factory.mktemp("wino"), "winogrande_partial", {"test": TEST_ROWS, "dev": DEV_ROWS}
-    )
+    splits = {"test": [hub_row(row) for row in TEST_ROWS], "dev": [hub_row(row) for row in DEV_ROWS]}
+    return write_local_dataset(tmp_path_factory.mktemp("wino"), "winogrande_partial", splits)
+
+
+HUB_COLUMNS = {"Sentence": "English Sentence", "Option1": "English Option 1", "Option2": "English Option 2"}
+
+
+def hub_row(row: dict) -> dict:
+    """A row as the hub's winogrande_<xx> configs hold it, read by the English task (its English columns)."""
+    return {HUB_COLUMNS.get(key, key): value for key, value in row.items()}
 
 
 @pytest.fixture(scope="module")
@@ -375,7 +383,7 @@ def test_one_shot_prompt_of_the_task(probe_config):
         assert [fewshot.query + " " + fewshot.get_golds()[0].strip() for fewshot in doc.fewshot_samples] == [
             full_sentence(DEV_ROWS[0])
         ]
-        assert manager.prepare_prompt(doc).split("\n\n") == ["", full_sentence(DEV_ROWS[0]), contexts[gold]]
+        assert manager.prepare_prompt(doc).split("\n\n") == [full_sentence(DEV_ROWS[0]), contexts[gold]]
         prompts = [manager.prepare_prompt(requests[index]) for index in entry]
         assert prompts == [FEWSHOT_PREFIX + context for context in contexts]
         assert [requests[index].choices for index in entry] == [[" " + rest]] * 2
@@ -387,20 +395,20 @@ def test_one_shot_prompt_of_the_task(probe_config):
 def test_prompt_function_on_rows(suite_configs):
     cf, mcf = suite_configs["winogrande_afr_eng_cf"], suite_configs["winogrande_afr_eng_mcf"]
     for row in SCORED:
-        doc = cf.prompt_function(dict(row), cf.name)
+        doc = cf.prompt_function(hub_row(row), cf.name)
         contexts, rest, gold = expected_parts(row)
         assert doc.specific == {partial_scoring.SPECIFIC_KEY: contexts}
         assert doc.query == contexts[gold] and doc.choices == [" " + rest] * 2 and doc.gold_index == [gold]
         assert doc.unconditioned_query is None
     blank_first = next(row for row in TEST_ROWS if row["qID"] == "t2")
-    assert cf.prompt_function(dict(blank_first), cf.name).specific[partial_scoring.SPECIFIC_KEY] == [
+    assert cf.prompt_function(hub_row(blank_first), cf.name).specific[partial_scoring.SPECIFIC_KEY] == [
         "Grace",
         "The strong man",
     ]
     attached = next(row for row in TEST_ROWS if row["qID"] == "t3")
-    assert cf.prompt_function(dict(attached), cf.name).query.endswith("kodwa uNatalie")
-    assert cf.prompt_function(dict(TEST_ROWS[-1]), cf.name) is None  # nothing after the blank
-    mcf_doc = mcf.prompt_function(dict(blank_first), mcf.name)  # MCF: the sentence with its blank, lettered options
+    assert cf.prompt_function(hub_row(attached), cf.name).query.endswith("kodwa uNatalie")
+    assert cf.prompt_function(hub_row(TEST_ROWS[-1]), cf.name) is None  # nothing after the blank
+    mcf_doc = mcf.prompt_function(hub_row(blank_first), mcf.name)  # MCF: the sentence with its blank, lettered options
     assert mcf_doc is not None and "_ could not lift" in mcf_doc.query and mcf_doc.choices == [" A", " B"]
     assert [m.metric_name for m in cf.metrics] == list(METRIC_NAMES)
     assert [m.metric_name for m in mcf.metrics] == ["acc"]
@@ -412,7 +420,7 @@ def test_direct_model_call_mixes_partial_and_plain_documents(tiny_model, suite_c
     from lighteval.tasks.requests import Doc
 
     cf = suite_configs["winogrande_afr_eng_cf"]
-    partial_docs = [cf.prompt_function(dict(row), cf.name) for row in SCORED[:3]]
+    partial_docs = [cf.prompt_function(hub_row(row), cf.name) for row in SCORED[:3]]
     plain = Doc(query="Question: Is water wet?\nAnswer:", choices=[" yes", " no way"], gold_index=0)
     docs = [partial_docs[0], plain, *partial_docs[1:]]
     for index, doc in enumerate(docs):
@@ -428,7 +436,7 @@ def test_direct_model_call_mixes_partial_and_plain_documents(tiny_model, suite_c
         partial_scoring.restore()
     assert len(responses) == len(docs)
     for row, response in zip(SCORED[:3], [responses[0], *responses[2:]], strict=True):
-        expected = scorer.score(row, "\n\n")  # 0-shot: the template's empty instruction paragraph
+        expected = scorer.score(row, "")  # 0-shot: no instruction paragraph (the empty one was removed)
         np.testing.assert_allclose(response.logprobs, expected["raw"], rtol=TOL, atol=TOL)
         assert [len(tokens) for tokens in response.output_tokens] == expected["n_tokens"]
     expected_plain = [scorer.logprob(plain.query, choice) for choice in plain.choices]

@@ -183,9 +183,10 @@ def _normalised(text: str) -> str:
 # ------------------------------------------------------------------------------------ reproducibility
 
 _DIGEST_SCRIPT = """
-import importlib.util, json
+import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("prompt_hygiene", {path!r})
 module = importlib.util.module_from_spec(spec)
+sys.modules["prompt_hygiene"] = module  # dataclasses look their module up there
 spec.loader.exec_module(module)
 print(json.dumps(module.digest_of_prompts({mirror!r})))
 """
