@@ -1,8 +1,8 @@
 """Proof that Winogrande CF is partial scoring: log P(rest of the sentence | sentence before the blank + option).
 
-Hand-made rows (qID, Sentence with one "_", Option1, Option2, Answer; stored under the hub's English columns), a
-blank-first sentence and an attached prefix ("u_") among them, go through lighteval's real machinery: the suite's own task
-config (`bridging.winogrande_tasks`, pointed at a local dataset), `Pipeline` with the Python API, a
+Hand-made rows (qID, Sentence with one "_", Option1, Option2, Answer; stored under the hub's English columns),
+a blank-first sentence and an attached prefix ("u_") among them, go through lighteval's real machinery: the suite's
+own task config (`bridging.winogrande_tasks`, pointed at a local dataset), `Pipeline` with the Python API, a
 `TransformersModel` over a tiny Llama (finetasks_afr.tiny), 1-shot from the dev split. An independent reference
 builds each context from the raw row, renders the 1-shot prompt as the complete correct dev sentence, and scores
 the rest of the sentence with a plain forward pass. After `partial_scoring.apply()` lighteval must report the
