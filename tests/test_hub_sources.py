@@ -1,10 +1,9 @@
-"""Hub sources that load: every task's repository, revision, config and split names against the published
-dataset cards, and label orders and splits against lm-evaluation-harness's own definitions.
+"""Hub sources that load: every task's repository, revision, config and split names against its dataset source,
+and the Bridging-the-Gap sources against the published dataset card.
 
-The facts live in fixtures written from the published sources, each entry with its citation:
-`tests/fixtures/hub_cards.json` (dataset cards, viewer and file trees on the Hugging Face Hub) and
-`tests/fixtures/lm_eval_definitions.json` (task YAML files of lm-evaluation-harness at a commit, with line numbers).
-The suite's tasks are built without a mirror, so they name the hub exactly as a machine with hub access would.
+The published facts live in `tests/fixtures/hub_cards.json` (viewer and file-tree pages of the Hugging Face Hub),
+each entry with its citation. The suite's tasks are built without a mirror, so they name the hub exactly as a
+machine with hub access would.
 """
 
 from __future__ import annotations
