@@ -1,14 +1,17 @@
 """Hub sources that load: every task's repository, revision, config and split names against its dataset source,
-and the Bridging-the-Gap sources against the published dataset card.
+the Bridging-the-Gap sources against the published dataset card, and label orders and splits against
+lm-evaluation-harness's own task definitions.
 
-The published facts live in `tests/fixtures/hub_cards.json` (viewer and file-tree pages of the Hugging Face Hub),
-each entry with its citation. The suite's tasks are built without a mirror, so they name the hub exactly as a
-machine with hub access would.
+The published facts live in fixtures, each entry with its citation: `tests/fixtures/hub_cards.json` (viewer and
+file-tree pages of the Hugging Face Hub) and `tests/fixtures/lm_eval_definitions.json` (lm-evaluation-harness task
+YAML files at a commit, with line numbers). The suite's tasks are built without a mirror, so they name the hub
+exactly as a machine with hub access would.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,3 +104,57 @@ def test_bridging_the_gap_row_counts_match_the_published_configs(shared_data: Pa
                 if isinstance(row, dict):
                     counts[config] = counts.get(config, 0) + 1
     assert counts == {name: config["rows"] for name, config in card["configs"].items()}
+
+
+# ------------------------------------------------------------------- lm-evaluation-harness's definitions
+
+
+def _lm_eval() -> dict[str, Any]:
+    return json.loads((FIXTURES / "lm_eval_definitions.json").read_text(encoding="utf-8"))
+
+
+def test_label_orders_equal_lm_evaluation_harness() -> None:
+    """The index a dataset's label means is lm-evaluation-harness's (doc_to_choice order, cited per entry)."""
+    from finetasks_afr.benchmarks import afrisenti, afrixnli, masakhanews, sib200
+
+    definitions = _lm_eval()
+    assert list(sib200.TOPICS) == definitions["sib200"]["labels"]
+    assert list(masakhanews.TOPICS) == definitions["masakhanews"]["labels"]
+    assert list(afrisenti.SENTIMENTS) == definitions["afrisenti"]["labels"]
+    assert list(afrixnli.LABELS) == definitions["afrixnli"]["labels"]
+    for name, entry in definitions.items():
+        if not name.startswith("_"):
+            assert re.fullmatch(
+                r"EleutherAI/lm-evaluation-harness@[0-9a-f]{40}:lm_eval/tasks/\S+#L\d+-L\d+", entry["source"]
+            )
+
+
+def test_letter_and_number_answers_decode_as_lm_evaluation_harness() -> None:
+    """AfriMMLU's answer letter and Belebele's correct_answer_num index the choices as lm-eval's doc_to_target."""
+    from finetasks_afr.benchmarks import afrimmlu, belebele
+
+    definitions = _lm_eval()
+    for index, letter in enumerate(definitions["afrimmlu"]["labels"]):
+        row = {"question": "q", "choices": ["a", "b", "c", "d"], "answer": letter}
+        assert afrimmlu.adapter(row)["gold_idx"] == index
+    for index, number in enumerate(definitions["belebele"]["labels"]):
+        row = {"flores_passage": "p", "question": "q", "correct_answer_num": number,
+               **{f"mc_answer{i}": str(i) for i in range(1, 5)}}  # fmt: skip
+        assert belebele.adapter(row)["gold_idx"] == index
+
+
+def test_splits_equal_lm_evaluation_harness_or_the_difference_is_stated(hub_tasks: list[Any]) -> None:
+    from finetasks_afr.benchmarks.common import TASK_INFO
+
+    definitions = _lm_eval()
+    seen = set()
+    for config in hub_tasks:
+        benchmark = TASK_INFO[config.name].benchmark
+        entry = definitions.get(benchmark)
+        if entry is None:
+            continue
+        seen.add(benchmark)
+        assert list(config.evaluation_splits) == [entry["test_split"]], config.name
+        if config.few_shots_split != entry["fewshot_split"]:
+            assert entry["ours"] != "same" and "few-shot from" in entry["ours"], config.name
+    assert seen == {"sib200", "masakhanews", "afrisenti", "afrixnli", "afrimmlu", "belebele"}
