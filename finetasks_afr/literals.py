@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -38,6 +38,7 @@ from lighteval.tasks.templates.utils.translation_literals import TRANSLATION_LIT
 from lighteval.utils.language import Language
 
 from finetasks_afr.languages import LANGUAGES, language
+from finetasks_afr.prompt_words import HUMAN_WORDS, REJECTED, SOURCE_ORDER
 
 # Word fields of TranslationLiterals (every entry fills all of them).
 WORD_FIELDS: tuple[str, ...] = (
@@ -174,6 +175,7 @@ class LiteralsEntry:
     literals: TranslationLiterals  # lighteval's dataclass, every WORD_FIELDS field filled
     source: str  # provenance of the words
     needs_review: frozenset[str]  # word fields NOT from a cited human source (or cited but doubtful)
+    word_sources: Mapping[str, str] = field(default_factory=dict)  # word field -> where that word comes from
 
 
 def _nfc(word: str) -> str:
@@ -193,11 +195,36 @@ def _entry(
         raise RuntimeError(f"{iso3}: literals need a lighteval Language member")
     if len(words) != len(WORD_FIELDS) or "-" in words:
         raise RuntimeError(f"{iso3}: expected {len(WORD_FIELDS)} words, got {words}")
+    words, review, sources = _with_human_words(iso3, words, set(needs_review), source)
     kwargs: dict[str, Any] = {name: _nfc(word) for name, word in zip(WORD_FIELDS, words, strict=True)}
     kwargs.update(punctuation or {})
     if indices is not None:
         kwargs["indices"] = list(indices)
-    return LiteralsEntry(TranslationLiterals(language=member, **kwargs), source, frozenset(needs_review))
+    return LiteralsEntry(TranslationLiterals(language=member, **kwargs), source, frozenset(review), sources)
+
+
+_DOUBTFUL = {("twi", "confirmation_word"), ("twi", "also")}  # cited, but see the twi note in _build
+
+
+def _with_human_words(
+    iso3: str, words: tuple[str, ...], review: set[str], source: str
+) -> tuple[tuple[str, ...], set[str], dict[str, str]]:
+    """Every field with a human-made word (finetasks_afr.prompt_words, precedence IrokoBench > CLDR > MediaWiki >
+    glibc) takes it and leaves needs_review; the others keep their word and flag. Swahili keeps lighteval's own
+    words (register_literals never overwrites them), so only fields lighteval lacks are replaced there."""
+    chosen = list(words)
+    sources: dict[str, str] = {}
+    for index, name in enumerate(WORD_FIELDS):
+        human = HUMAN_WORDS.get((iso3, name))
+        keep_lighteval = iso3 == "swa" and name not in review
+        if human is not None and (iso3, name) not in REJECTED and not keep_lighteval:
+            chosen[index] = human.word
+            sources[name] = f"{human.source} ({human.location})"
+            if (iso3, name) not in _DOUBTFUL:
+                review.discard(name)
+        else:
+            sources[name] = "lighteval 0.13 built-in" if keep_lighteval else source
+    return tuple(chosen), review, sources
 
 
 def _build() -> dict[str, LiteralsEntry]:
@@ -328,3 +355,28 @@ def prompt_language(iso3: str, prompt: str) -> Language:
     if iso3 in LITERALS:
         register_literals()
     return lang.lighteval
+
+
+def _is_human(source: str) -> bool:
+    return source == "lighteval 0.13 built-in" or any(source.startswith(name) for name in SOURCE_ORDER)
+
+
+def prompt_word_counts() -> dict[str, tuple[int, int, int]]:
+    """iso3 -> (human-sourced, drafted, missing) over the word fields, for every language with a lighteval member.
+
+    Human-sourced: a word from a human source (finetasks_afr.prompt_words, or lighteval's own Swahili words), even
+    where a doubt keeps it flagged; drafted: a model-drafted word, or for the Arabic varieties lighteval's Modern
+    Standard Arabic word borrowed, flagged needs_review; missing: no word (languages without an entry, which get
+    only English-word prompts).
+    """
+    counts = {}
+    for iso3, lang in LANGUAGES.items():
+        if lang.lighteval is None or iso3 == "eng":
+            continue
+        entry = LITERALS.get(iso3)
+        if entry is None:
+            counts[iso3] = (0, 0, len(WORD_FIELDS))
+            continue
+        human = sum(_is_human(entry.word_sources.get(name, "")) for name in WORD_FIELDS)
+        counts[iso3] = (human, len(WORD_FIELDS) - human, 0)
+    return counts

@@ -35,6 +35,7 @@ from finetasks_afr.literals import (
     prompt_language,
     register_literals,
 )
+from finetasks_afr.prompt_words import HUMAN_WORDS, REJECTED
 
 EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name order)
     "afrimgsm": 18,
@@ -213,13 +214,17 @@ def test_entries_are_complete_and_say_where_words_come_from(iso3):
         assert isinstance(vars(entry.literals)[name], str)
     assert entry.source
     assert entry.needs_review <= set(WORD_FIELDS)
+    assert set(entry.word_sources) == set(WORD_FIELDS)
+    human = {name for name in WORD_FIELDS if (iso3, name) in HUMAN_WORDS and (iso3, name) not in REJECTED}
     if iso3 in HARNESS_LANGS:
         assert "lm-evaluation-harness" in entry.source
-        assert entry.needs_review == set(WORD_FIELDS) - CITED | (
-            {"confirmation_word", "also"} if iso3 == "twi" else set()
-        )
+        assert human >= CITED  # the IrokoBench verbalisers are human-sourced words
+        doubtful = {"confirmation_word", "also"} if iso3 == "twi" else set()
+        assert entry.needs_review == set(WORD_FIELDS) - human | doubtful
     elif iso3 != "swa":
-        assert entry.needs_review == set(WORD_FIELDS), "uncited words must all be flagged"
+        assert entry.needs_review == set(WORD_FIELDS) - human, "words without a human source must all be flagged"
+    for name in human:
+        assert vars(entry.literals)[name] == HUMAN_WORDS[(iso3, name)].word or iso3 == "swa", (iso3, name)
 
 
 def test_cited_words_and_punctuation():
@@ -230,7 +235,8 @@ def test_cited_words_and_punctuation():
     assert (LITERALS["amh"].literals.yes, LITERALS["amh"].literals.no) == ("አዎ", "አይ")
     for iso3 in ("amh", "tir"):
         assert (LITERALS[iso3].literals.full_stop, LITERALS[iso3].literals.comma) == ("።", "፣")
-    assert LITERALS["swa"].needs_review == {"and_word"}
+    assert LITERALS["swa"].needs_review == set()  # lighteval's words + and_word "na" from CLDR
+    assert LITERALS["swa"].literals.and_word == "na" and LITERALS["swa"].word_sources["and_word"].startswith("CLDR")
     arabic = TRANSLATION_LITERALS[Language.ARABIC]
     for iso3 in ("ary", "arz", "aeb"):
         ours = LITERALS[iso3].literals
@@ -369,6 +375,10 @@ def test_prompt_language_rejects_bad_arguments():
 
 def test_review_flags_are_counted_per_entry():
     total = sum(len(entry.needs_review) for entry in LITERALS.values())
-    cited = len(HARNESS_LANGS) * len(CITED) - 2  # twi's two doubtful cited words stay flagged
-    assert total == len(LITERALS) * len(WORD_FIELDS) - cited - (len(WORD_FIELDS) - 1)  # swa: only and_word
+    human = sum(
+        (iso3, name) in HUMAN_WORDS and (iso3, name) not in REJECTED for iso3 in LITERALS for name in WORD_FIELDS
+    )
+    swahili_builtin = len(WORD_FIELDS) - sum(("swa", name) in HUMAN_WORDS for name in WORD_FIELDS)
+    doubtful = 2  # twi's two cited words that stay flagged
+    assert total == len(LITERALS) * len(WORD_FIELDS) - human - swahili_builtin + doubtful == 322
     assert lit.TEMPLATE_FIELDS["nli_cf"] == ("confirmation_word", "yes", "no", "also")
