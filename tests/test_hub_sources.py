@@ -82,6 +82,9 @@ def test_bridging_the_gap_has_the_44_published_configs_and_the_tasks_use_them(hu
     used = {config.hf_subset for config in hub_tasks if config.hf_repo == bridging.HUB_REPO}
     assert used == published  # every published config is evaluated, and nothing else is asked for
     assert not card["english_config"]  # English comes from cais/mmlu and the English columns
+    assert SOURCES["winogrande_afr"].revision == SOURCES["mmlu_clinical_afr"].revision == card["revision"]
+    assert tuple(card["features"]["winogrande_*"])[1:4] == bridging.HUB_WINOGRANDE_FIELDS
+    assert tuple(card["features"]["mmlu_*"]) == bridging.MMLU_COLUMNS
     for name, config in card["configs"].items():
         if name.startswith("mmlu_"):
             assert set(config["splits"]) == set(SOURCES["mmlu_clinical_afr"].splits), name

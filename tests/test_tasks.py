@@ -327,3 +327,23 @@ def test_clean_removes_invisible_characters_escaped_breaks_and_normalises():
     assert clean("  a \n\n b  ") == "a b"
     with pytest.raises(ValueError):
         clean(None)
+
+
+def test_winogrande_reads_the_hub_columns_as_well_as_the_mirror_columns(suite):
+    """The hub's winogrande_<xx> rows have qID, Sentence, Option1, Option2, Answer (the release script drops the
+    English columns and renames the language's); the mirror keeps the raw columns. Both give the same document."""
+    configs, _ = suite
+    hub = {"qID": "q", "Sentence": "UNatalie wayeqikelela kodwa u_ wavumela.", "Option1": "Natalie ",
+           "Option2": "Emily ", "Answer": 1}  # fmt: skip
+    mirror = {"qID": "q", "English Sentence": "Natalie was careful but _ let it fall.", "English Option 1": "Natalie",
+              "English Option 2": "Emily", "Zulu Sentence": hub["Sentence"], "Zulu Option 1": hub["Option1"],
+              "Zulu Option 2": hub["Option2"], "Answer": 1, "Split": "test"}  # fmt: skip
+    for name in ("winogrande_afr_zul_cf", "winogrande_afr_zul_mcf", "winogrande_afr_zul_mcf_enprompt"):
+        config = next(c for c in configs if c.name == name)
+        from_hub, from_mirror = config.prompt_function(dict(hub), name), config.prompt_function(dict(mirror), name)
+        assert from_hub is not None and from_mirror is not None, name
+        assert (from_hub.query, from_hub.choices, from_hub.gold_index) == (
+            from_mirror.query, from_mirror.choices, from_mirror.gold_index,
+        ), name  # fmt: skip
+    cf = next(c for c in configs if c.name == "winogrande_afr_zul_cf")
+    assert cf.prompt_function(dict(hub), cf.name).query.endswith("kodwa uNatalie")

@@ -1,11 +1,15 @@
 """The human-translated sets of "Bridging the Gap" (af am bm ig nso sn st tn ts xh zu, and English as `eng`):
 Winogrande (RES) and the MMLU clinical subjects clinical_knowledge, college_medicine, virology (GK).
 
-Hub sources (published card of Institute-Disease-Modeling/mmlu-winogrande-afr): 44 configs,
-`mmlu_{subject}_{code}` (splits dev, val, test) and `winogrande_{code}` (the translated rows with their
-English columns). There is no English config: English MMLU comes from its own home, `cais/mmlu` (same test
-rows), and English Winogrande from the English columns of `winogrande_am`, which equal the released English
-file for all 3,674 rows (as do bm ig nso sn st tn ts; af, xh and zu differ from it in 40 rows).
+Hub sources (published viewer of Institute-Disease-Modeling/mmlu-winogrande-afr): 44 configs,
+`mmlu_{subject}_{code}` (splits dev, val, test; Question, OptionA-D, Answer) and `winogrande_{code}` (train_s,
+dev, test). The authors' release script gives the hub's Winogrande rows the columns qID, Sentence, Option1,
+Option2, Answer: the English columns are dropped. The mirror keeps the raw release's columns (`<Language>
+Sentence`, ..., with the English ones), and the adapters read either. There is no English config: English MMLU
+comes from its own home, `cais/mmlu` (same test rows); English Winogrande is read from the English columns of
+the mirror's `winogrande_am`, which equal the released English file for all 3,674 rows (as do bm ig nso sn st tn
+ts; af, xh and zu differ from it in 40 rows). The English test split exists only in the GitHub release, so
+`winogrande_afr_eng_*` needs a mirror built with `finetasks-afr data import-raw`.
 
 Winogrande CF is partial scoring (Trinh & Le 2018; lm-evaluation-harness `winogrande`): the option fills the
 blank and the model scores only the rest of the sentence, log P(rest | sentence before the blank + option), with
@@ -38,7 +42,7 @@ from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, str_field
 from finetasks_afr.sources import DatasetSource
 
 HUB_REPO = "Institute-Disease-Modeling/mmlu-winogrande-afr"
-HUB_REVISION: str | None = None
+HUB_REVISION: str | None = "ffb0cc0f7e388e1bd0795b9566ade39a6a1f0fce"  # main, "Update README.md"
 SUBJECTS = ("clinical_knowledge", "college_medicine", "virology")
 # ISO 639-3 -> the file/config suffix of Bridging the Gap
 SUFFIX = {
@@ -186,9 +190,9 @@ def _mmlu_en_features(config: str) -> Any:
 
 
 _BTG_NOTES = (
-    "Configs, splits and row counts from the published dataset card (44 configs; tests/fixtures/hub_cards.json). "
-    "A raw import builds the same configs from the GitHub CSVs. Unpinned: no full commit id of the card is known "
-    "here."
+    "Configs, splits and row counts from the published viewer and file trees, columns from the authors' release "
+    "script (tests/fixtures/hub_cards.json); pinned to main ffb0cc0f (full SHA from its commit page). A raw import "
+    "builds the same configs from the GitHub CSVs, keeping their column names (the adapters read both)."
 )
 SOURCES = (
     DatasetSource(
@@ -232,7 +236,15 @@ SOURCES = (
 # adapters -------------------------------------------------------------------------------------------------
 
 
-def _winogrande_fields(language: AfricanLanguage) -> tuple[str, str, str]:
+HUB_WINOGRANDE_FIELDS = ("Sentence", "Option1", "Option2")
+"""The hub's winogrande_<xx> columns: the authors' release script (data/create_parquet_ready_release.py) drops the
+English columns and renames the language's to these, so the hub has no English text at all."""
+
+
+def _winogrande_fields(language: AfricanLanguage, line: dict) -> tuple[str, str, str]:
+    """The hub's column names when the row has them (translations only), else the raw release's (the mirror)."""
+    if language.iso3 != "eng" and all(name in line for name in HUB_WINOGRANDE_FIELDS):
+        return HUB_WINOGRANDE_FIELDS
     name = "English" if language.iso3 == "eng" else LANGUAGE_NAME[SUFFIX[language.iso3]]
     return f"{name} Sentence", f"{name} Option 1", f"{name} Option 2"
 
@@ -240,9 +252,9 @@ def _winogrande_fields(language: AfricanLanguage) -> tuple[str, str, str]:
 def winogrande_mcq_adapter(language: AfricanLanguage) -> Callable[[dict], dict]:
     """MCF: the sentence with its blank is the question and the two options are lettered choices, so blank-first
     sentences (7% of Amharic) and blanks attached to a prefix (Zulu "u_") render as written."""
-    sentence_field, *option_fields = _winogrande_fields(language)
 
     def adapter(line: dict) -> dict:
+        sentence_field, *option_fields = _winogrande_fields(language, line)
         sentence = clean(line[sentence_field])
         if sentence.count("_") != 1:
             raise ValueError("the sentence must hold exactly one blank")
@@ -257,9 +269,9 @@ def winogrande_mcq_adapter(language: AfricanLanguage) -> Callable[[dict], dict]:
 def winogrande_partial_adapter(language: AfricanLanguage) -> Callable[[dict], dict]:
     """CF, partial scoring: context i = text before the blank + option i (joined as written, so "u_" gives
     "uNatalie"); continuation = the text after the blank. The blank may come first, not last."""
-    sentence_field, *option_fields = _winogrande_fields(language)
 
     def adapter(line: dict) -> dict:
+        sentence_field, *option_fields = _winogrande_fields(language, line)
         sentence = clean(line[sentence_field])
         if sentence.count("_") != 1:
             raise ValueError("the sentence must hold exactly one blank")
