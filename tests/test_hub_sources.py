@@ -161,3 +161,50 @@ def test_splits_equal_lm_evaluation_harness_or_the_difference_is_stated(hub_task
         if config.few_shots_split != entry["fewshot_split"]:
             assert entry["ours"] != "same" and "few-shot from" in entry["ours"], config.name
     assert seen == {"sib200", "masakhanews", "afrisenti", "afrixnli", "afrimmlu", "belebele"}
+
+
+def _card_splits(card: dict[str, Any], config: str, revision: str | None) -> set[str] | None:
+    if revision and "revisions" in card:  # per-revision facts (AfriMMLU): those of the pinned revision
+        [entry] = [value for key, value in card["revisions"].items() if key.startswith(revision)]
+        return set(entry["splits"])
+    splits = card.get("splits")
+    if isinstance(splits, dict):
+        return set(splits.get(config, splits.get("default", [])))
+    if isinstance(splits, list):
+        return set(splits)
+    per_config = (card.get("configs") or {}).get(config)
+    return set(per_config["splits"]) if isinstance(per_config, dict) and per_config.get("splits") else None
+
+
+def _card_has_config(card: dict[str, Any], config: str) -> bool:
+    if "config_names" in card:
+        return config in card["config_names"]
+    if "config_pattern" in card:  # FLORES-style codes, described in words on the card fixture
+        assert card["config_pattern"].startswith("<iso639-3>_<Script>")
+        return re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", config) is not None
+    return config in (card.get("configs") or {})
+
+
+def test_every_task_names_a_published_repository_config_and_splits(hub_tasks: list[Any]) -> None:
+    """Every task's repository has a card fixture; its config is published there, and the splits it reads (test and
+    few-shot) are among the published ones; a revision the card pins is the one the source pins."""
+    from finetasks_afr.benchmarks.common import TASK_INFO
+    from finetasks_afr.sources import SOURCES
+
+    cards = _cards()
+    for config in hub_tasks:
+        if (
+            TASK_INFO[config.name].dataset == "winogrande_afr"
+            and config.hf_subset == "winogrande_am"
+            and (TASK_INFO[config.name].language == "eng")
+        ):
+            continue  # English Winogrande: the mirror's English columns (no hub config has them; README)
+        card = cards.get(config.hf_repo)
+        assert card is not None and card["cited"], config.hf_repo
+        assert _card_has_config(card, config.hf_subset), (config.name, config.hf_subset)
+        published = _card_splits(card, config.hf_subset, config.hf_revision)
+        assert published is not None, (config.name, "no published splits")
+        used = set(config.evaluation_splits) | ({config.few_shots_split} if config.few_shots_split else set())
+        assert used <= published, (config.name, used, published)
+        if card.get("revision"):
+            assert SOURCES[TASK_INFO[config.name].dataset].revision == card["revision"], config.name
