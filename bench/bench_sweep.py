@@ -1,13 +1,14 @@
-"""Where a sweep's time goes, per checkpoint of the demo: start-up, model load, forward passes, everything else.
+"""Where a sweep's time goes, per checkpoint of the demo, with lighteval's engine and ours, in one run.
 
-Runs a fresh in-process sweep (one worker, as a Slurm array task would) over every checkpoint of one demo run,
-into a temporary directory, and splits each checkpoint's wall time with the sweep's own instrumentation
-(`finetasks_afr.sweep.evaluate.Timing`: model load timed around lighteval's loader, forward passes by hooks on
-the torch module, start-up = lighteval import + task-suite construction, paid once per worker and amortised
-over its checkpoints). Baseline in the same run: one `lighteval accelerate` CLI call per checkpoint (what a
-shell loop over checkpoints costs), on the first `--cli-baseline` checkpoints.
+Each engine sweeps every checkpoint of one demo run in a fresh worker process of its own (one worker, one torch
+thread, as a Slurm array task would), into a temporary directory; each checkpoint's wall time is split with the
+sweep's own instrumentation (`finetasks_afr.sweep.evaluate.Timing`: model load timed around the loader, forward
+passes by hooks on the torch module, start-up = lighteval import + task-suite construction, paid once per worker
+and amortised over its checkpoints). Both score tables are collected and must be identical (the run fails
+otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours)
+and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), and each worker's peak memory.
 
-    python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--cli-baseline 2]
+    python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1]
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,40 +27,31 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
 
+ENGINES = ("lighteval", "finetasks")
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--demo", type=Path, default=PROJECT / "out" / "demo")
-    parser.add_argument("--run", default="mix-a/seed-1", help="run folder under DEMO/checkpoints")
-    parser.add_argument("--cli-baseline", type=int, default=2, help="checkpoints evaluated by the lighteval CLI")
-    parser.add_argument("--out", type=Path, default=PROJECT / "out" / "bench" / "sweep.json")
-    args = parser.parse_args(argv)
+
+def worker(demo: Path, run: str, engine: str, out_dir: Path) -> dict:
+    """Sweep one demo run with `engine` in this process; the timings and this process's peak memory."""
     os.environ.setdefault("TQDM_DISABLE", "1")
-
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
     from finetasks_afr.sweep.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
 
-    run_dir = args.demo / "checkpoints" / args.run
-    if not run_dir.is_dir():
-        print(f"error: {run_dir} does not exist; run `make demo` first", file=sys.stderr)
-        return 2
-    world = World.load(args.demo / "world")
+    world = World.load(demo / "world")
     os.environ[WORLD_ENV] = str(world.root.resolve())
     tasks = [f"{task.name}|0" for task in world.tasks]
-    checkpoints = discover([str(run_dir)]).checkpoints
-    with tempfile.TemporaryDirectory() as scratch:
-        spec = SweepSpec(tasks=tasks, out_dir=scratch, custom_tasks=DEMO_TASKS_MODULE, max_length=512,
-                         env={WORLD_ENV: str(world.root.resolve())}, torch_threads=1)  # fmt: skip
-        started = time.perf_counter()
-        result = run_sweep(spec, checkpoints, progress=False)
-        sweep_wall = time.perf_counter() - started
+    checkpoints = discover([str(demo / "checkpoints" / run)]).checkpoints
+    spec = SweepSpec(tasks=tasks, out_dir=str(out_dir), custom_tasks=DEMO_TASKS_MODULE, max_length=512,
+                     env={WORLD_ENV: str(world.root.resolve())}, torch_threads=1, engine=engine)  # fmt: skip
+    started = time.perf_counter()
+    result = run_sweep(spec, checkpoints, progress=False)
+    wall = time.perf_counter() - started
     timings = [o.timing for o in result.outcomes if o.timing is not None]
     if len(timings) != len(checkpoints):
-        print(f"error: {len(checkpoints) - len(timings)} checkpoint(s) failed", file=sys.stderr)
-        return 1
+        failed = [f"{o.checkpoint.label}: {o.reason}" for o in result.outcomes if o.status != "evaluated"]
+        raise SystemExit(f"{engine}: {len(checkpoints) - len(timings)} checkpoint(s) failed: {failed}")
     startup = result.startup_seconds[0]
     n = len(timings)
     per = {
@@ -67,44 +60,82 @@ def main(argv: list[str] | None = None) -> int:
         "forward passes": statistics.fmean(t.forward or 0.0 for t in timings),
         "everything else": statistics.fmean(t.other for t in timings),
     }
-    total = sum(per.values())
-    non_forward = 1 - per["forward passes"] / total
-    print(f"demo sweep: {n} checkpoints of {args.run} x {len(tasks)} tasks, one worker, torch threads 1")
-    print(f"{'per checkpoint':<22}{'seconds':>9}{'share':>8}")
-    for name, seconds in per.items():
-        print(f"{name:<22}{seconds:>9.3f}{seconds / total:>8.1%}")
-    print(f"{'total':<22}{total:>9.3f}")
-    print(f"non-forward share: {non_forward:.1%} (target < 25%); start-up once per worker: {startup:.1f} s")
-    baseline = cli_baseline(checkpoints[: args.cli_baseline], tasks, world) if args.cli_baseline else None
-    if baseline:
-        print(f"baseline, one `lighteval accelerate` call per checkpoint: {baseline:.1f} s per checkpoint, "
-              f"{baseline / total:.1f}x the sweep's {total:.2f} s")  # fmt: skip
+    return {
+        "engine": engine,
+        "checkpoints": n,
+        "tasks": len(tasks),
+        "per_checkpoint": per,
+        "seconds_per_checkpoint": sum(per.values()),
+        "startup": startup,
+        "sweep_wall": wall,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _scores(out_dir: Path):
+    import polars as pl
+
+    from finetasks_afr.sweep.collect import collect
+
+    frame, _ = collect([out_dir])
+    keys = ["run", "seed", "step", "task", "fewshot", "metric"]
+    return frame.select([*keys, "score"]).sort(keys), pl
+
+
+def compare(lighteval_dir: Path, finetasks_dir: Path) -> dict:
+    """Both score tables must hold the same rows and the same scores (exactly, or 1e-9 relative for perplexities:
+    the two engines share the rolling path, so they should be bit-equal too)."""
+    left, pl = _scores(lighteval_dir)
+    right, _ = _scores(finetasks_dir)
+    if left.height != right.height or left.drop("score").to_dicts() != right.drop("score").to_dicts():
+        raise SystemExit(f"score tables differ in rows: lighteval {left.height}, finetasks {right.height}")
+    joined = left.with_columns(right["score"].alias("ours"))
+    joined = joined.with_columns(((pl.col("score") - pl.col("ours")).abs()).alias("diff"))
+    differing = joined.filter(pl.col("diff") > 1e-9 * pl.col("score").abs().clip(lower_bound=1.0))
+    if differing.height:
+        raise SystemExit(f"scores differ between engines:\n{differing.head(20)}")
+    return {"rows": left.height, "max_abs_diff": float(joined["diff"].max() or 0.0)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--demo", type=Path, default=PROJECT / "out" / "demo")
+    parser.add_argument("--run", default="mix-a/seed-1", help="run folder under DEMO/checkpoints")
+    parser.add_argument("--out", type=Path, default=PROJECT / "out" / "bench" / "sweep.json")
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    parser.add_argument("--sweep-dir", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.demo, args.run, args.worker, args.sweep_dir)))
+        return 0
+    if not (args.demo / "checkpoints" / args.run).is_dir():
+        print(f"error: {args.demo / 'checkpoints' / args.run} does not exist; run `make demo` first", file=sys.stderr)
+        return 2
+    reports = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        for engine in ENGINES:
+            sweep_dir = Path(scratch) / engine
+            command = [sys.executable, __file__, "--demo", str(args.demo), "--run", args.run, "--worker", engine,
+                       "--sweep-dir", str(sweep_dir)]  # fmt: skip
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            reports[engine] = json.loads(done.stdout.strip().splitlines()[-1])
+        agreement = compare(Path(scratch) / "lighteval", Path(scratch) / "finetasks")
+    ours, theirs = reports["finetasks"], reports["lighteval"]
+    speedup = theirs["seconds_per_checkpoint"] / ours["seconds_per_checkpoint"]
+    non_forward = 1 - ours["per_checkpoint"]["forward passes"] / ours["seconds_per_checkpoint"]
+    print(f"demo sweep: {ours['checkpoints']} checkpoints of {args.run} x {ours['tasks']} tasks, one worker, 1 thread")
+    print(f"{'per checkpoint (s)':<22}{'lighteval':>10}{'finetasks':>10}")
+    for name in ours["per_checkpoint"]:
+        print(f"{name:<22}{theirs['per_checkpoint'][name]:>10.3f}{ours['per_checkpoint'][name]:>10.3f}")
+    print(f"{'total':<22}{theirs['seconds_per_checkpoint']:>10.3f}{ours['seconds_per_checkpoint']:>10.3f}")
+    print(f"{'peak RSS (MB)':<22}{theirs['peak_rss_mb']:>10.0f}{ours['peak_rss_mb']:>10.0f}")
+    print(f"speedup vs lighteval: {speedup:.2f}x (goal >= 3); non-forward share: {non_forward:.1%} (goal < 25%)")
+    print(f"scores identical: {agreement['rows']} rows, max |diff| {agreement['max_abs_diff']:.3g}")
+    report = {"engines": reports, "speedup_vs_lighteval": speedup, "non_forward_share": non_forward,
+              "scores_identical": agreement}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"checkpoints": n, "tasks": len(tasks), "per_checkpoint": per, "non_forward_share": non_forward,
-              "startup": startup, "sweep_wall": sweep_wall, "cli_per_checkpoint": baseline}  # fmt: skip
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0
-
-
-def cli_baseline(checkpoints, tasks: list[str], world) -> float:
-    """Mean wall seconds of one `lighteval accelerate` process per checkpoint (start-up paid every time)."""
-    from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
-    from finetasks_afr.lighteval_runtime import clear_prediction_cache, ensure_tiny_benchmarks_file
-
-    ensure_tiny_benchmarks_file()
-    lighteval = str(Path(sys.executable).parent / "lighteval")
-    env = os.environ | {WORLD_ENV: str(world.root.resolve()), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-                        "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
-    walls = []
-    for checkpoint in checkpoints:
-        with tempfile.TemporaryDirectory() as scratch:
-            command = [lighteval, "accelerate", f"model_name={checkpoint.path},device=cpu,batch_size=64,max_length=512",
-                       ",".join(tasks), "--custom-tasks", DEMO_TASKS_MODULE, "--output-dir", scratch]  # fmt: skip
-            started = time.perf_counter()
-            subprocess.run(command, env=env, check=True, capture_output=True)
-            walls.append(time.perf_counter() - started)
-            clear_prediction_cache(Path(checkpoint.path))  # the CLI writes its cache into the checkpoint folder
-    return statistics.fmean(walls)
 
 
 if __name__ == "__main__":

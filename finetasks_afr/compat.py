@@ -540,34 +540,6 @@ def _replace_loglikelihood_rolling(original: Callable) -> Callable:
     return loglikelihood_rolling
 
 
-def prefix_token_id(tokenizer: Any) -> int:
-    """The token the first text token is conditioned on: BOS, else EOS (lm-evaluation-harness's rule)."""
-    for name in ("bos_token_id", "eos_token_id"):
-        token = getattr(tokenizer, name, None)
-        if token is not None:
-            return int(token)
-    raise ValueError(
-        "rolling log-likelihood (perplexity) needs a BOS or EOS token to condition the first token on, and this "
-        "tokenizer has neither; fix: set tokenizer.bos_token (or eos_token) in the model's tokenizer_config.json"
-    )
-
-
-def rolling_windows(tokens: list[int], prefix: int, max_length: int) -> list[tuple[list[int], list[int]]]:
-    """(inputs, targets) windows that score every token of `tokens` exactly once, each at most `max_length` long.
-
-    inputs[j] predicts targets[j]; the first window starts with `prefix`, every later one with the token before
-    its first target (lm-evaluation-harness's rolling windows with context length 1).
-    """
-    if max_length < 1:
-        raise ValueError(f"max_length must be >= 1, got {max_length}")
-    sequence = [prefix, *tokens]
-    windows = []
-    for start in range(0, len(tokens), max_length):
-        targets = tokens[start : start + max_length]
-        windows.append((sequence[start : start + len(targets)], targets))
-    return windows
-
-
 _WARNED_PROMPT_DIFFERS: set[str] = set()
 
 
@@ -591,62 +563,34 @@ def rolling_text(model: Any, doc: Any) -> str:
 
 
 def rolling_loglikelihood(model: Any, docs: list[Any]) -> list[Any]:
-    """log P(text) of each document's text, every token scored once (see the module docstring, bug 3)."""
+    """log P(text) of each document's text, every token scored once under the scoring core's windowing rule
+    (`finetasks_afr.scoring.rolling_windows`; see the module docstring, bug 3)."""
     from lighteval.models.model_output import ModelResponse
 
-    prefix = prefix_token_id(model.tokenizer)
+    from finetasks_afr import scoring
+
+    prefix = scoring.prefix_token_id(model.tokenizer)
     tokens = [[int(t) for t in model.tok_encode(rolling_text(model, doc), add_special_tokens=False)] for doc in docs]
-    windows = [
-        (index, *window)
-        for index, text in enumerate(tokens)
-        for window in rolling_windows(text, prefix, model.max_length)
-    ]
-    totals = [0.0] * len(docs)
-    greedy = [True] * len(docs)
-    for index, logprob, all_greedy in _score_windows(model, windows):
-        totals[index] += logprob
-        greedy[index] = greedy[index] and all_greedy
+    longest = max((len(text) for text in tokens), default=1)
+    batch_size = model._get_batch_size(
+        max_input_length=min(longest, model.max_length), override_bs=model.config.batch_size
+    )
+    scores = scoring.score_token_texts(
+        model.model, tokens, prefix=prefix, max_length=model.max_length, batch_size=batch_size,
+        pad_id=scoring.pad_token_id(model.tokenizer),
+    )  # fmt: skip
     STATS.rolling_docs += len(docs)
-    STATS.rolling_windows += len(windows)
+    STATS.rolling_windows += sum(len(scoring.rolling_windows(len(text), model.max_length)) for text in tokens)
     STATS.rolling_tokens += sum(len(text) for text in tokens)
     return [
         ModelResponse(
-            logprobs=[totals[i]],
-            argmax_logits_eq_gold=[greedy[i]],
-            input_tokens=[prefix, *tokens[i]],
-            output_tokens=[tokens[i]],
+            logprobs=[score.logprob],
+            argmax_logits_eq_gold=[score.greedy],
+            input_tokens=[prefix, *text],
+            output_tokens=[text],
         )
-        for i in range(len(docs))
+        for score, text in zip(scores, tokens, strict=True)
     ]
-
-
-def _score_windows(model: Any, windows: list[tuple[int, list[int], list[int]]]) -> Iterable[tuple[int, float, bool]]:
-    """(document index, sum of target log-probabilities, all targets greedy) per window, longest first in batches
-    of the model's batch size; right padding, so no real token attends to a pad."""
-    import torch
-
-    if not windows:
-        return
-    ordered = sorted(windows, key=lambda window: -len(window[1]))
-    batch_size = model._get_batch_size(max_input_length=len(ordered[0][1]), override_bs=model.config.batch_size)
-    pad = model.tokenizer.pad_token_id
-    pad = 0 if pad is None else pad  # any id: pads sit right of every real token and are masked
-    step = max(1, batch_size)
-    with torch.inference_mode():
-        for start in range(0, len(ordered), step):
-            batch = ordered[start : start + step]
-            ids = torch.full((len(batch), len(batch[0][1])), pad, dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for row, (_, inputs, _) in enumerate(batch):
-                ids[row, : len(inputs)] = torch.tensor(inputs, dtype=torch.long)
-                mask[row, : len(inputs)] = 1
-            logits = model.model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device)).logits
-            for row, (index, _, targets) in enumerate(batch):
-                # per row, in float32: no batch-sized copy of the logits
-                logprobs = torch.log_softmax(logits[row, : len(targets)].float(), dim=-1)
-                target = torch.tensor(targets, dtype=torch.long, device=logprobs.device)
-                value = logprobs.gather(-1, target.unsqueeze(-1)).double().sum().item()
-                yield index, value, bool((logprobs.argmax(dim=-1) == target).all())
 
 
 def _replace_bootstrap_call(original: Callable) -> Callable:

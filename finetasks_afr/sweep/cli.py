@@ -52,6 +52,13 @@ def sweep_command(
     ] = None,
     builtin_tasks: Annotated[bool, typer.Option(help="Also load lighteval's built-in tasks.")] = False,
     backend: Annotated[str, typer.Option(help="accelerate (transformers) or vllm (GPU extra).")] = "accelerate",
+    engine: Annotated[
+        str,
+        typer.Option(
+            help="accelerate backend only: finetasks (each context scored once for all its choices, requests built "
+            "once per worker) or lighteval (lighteval's own path, for comparison); same scores."
+        ),
+    ] = "finetasks",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:0, ...")] = "cpu",
     batch_size: Annotated[int, typer.Option(help="lighteval batch size (counts continuations; use 64+).")] = 64,
     max_length: Annotated[int | None, typer.Option(help="Context length; prompts are cut from the left.")] = None,
@@ -109,21 +116,25 @@ def sweep_command(
         raise _fail("no checkpoint to evaluate (check --steps)")
     env = {name: os.environ[name] for name in (DATA_DIR_ENV, "FINETASKS_AFR_DEMO_WORLD") if name in os.environ}
     custom = custom_tasks or DEFAULT_CUSTOM_TASKS
-    spec = SweepSpec(
-        tasks=task_list,
-        out_dir=str(out.resolve()),
-        custom_tasks=str(Path(custom).resolve()) if Path(custom).exists() else custom,
-        builtin_tasks=builtin_tasks,
-        backend=backend,
-        device=device,
-        batch_size=batch_size,
-        max_length=max_length,
-        dtype=dtype,
-        tokenizer=tokenizer,
-        max_samples=max_samples,
-        save_details=save_details,
-        env=env,
-    )
+    try:
+        spec = SweepSpec(
+            tasks=task_list,
+            out_dir=str(out.resolve()),
+            custom_tasks=str(Path(custom).resolve()) if Path(custom).exists() else custom,
+            builtin_tasks=builtin_tasks,
+            backend=backend,
+            engine=engine,
+            device=device,
+            batch_size=batch_size,
+            max_length=max_length,
+            dtype=dtype,
+            tokenizer=tokenizer,
+            max_samples=max_samples,
+            save_details=save_details,
+            env=env,
+        )
+    except ValueError as error:  # --backend / --engine outside their choices
+        raise _fail(str(error)) from error
     slurm = SlurmOptions(
         partition=slurm_partition,
         time_min=slurm_time_min,

@@ -28,6 +28,7 @@ from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULTS_FILE, SweepStore, part_id
 
 BACKENDS = ("accelerate", "vllm")
+ENGINES = ("finetasks", "lighteval")  # = finetasks_afr.engine.ENGINES (not imported: it loads lighteval)
 TASK_INFO_FIELDS = ("benchmark", "language", "category", "formulation", "random_baseline")
 DEFAULT_CUSTOM_TASKS = str(Path(__file__).resolve().parent.parent / "tasks.py")
 
@@ -75,6 +76,7 @@ class SweepSpec:
     custom_tasks: str | None = DEFAULT_CUSTOM_TASKS
     builtin_tasks: bool = False  # also load lighteval's own registry (slow; needs tinyBenchmarks.pkl)
     backend: str = "accelerate"
+    engine: str = "finetasks"  # accelerate backend: finetasks (shared prefixes, built once) or lighteval (stock path)
     device: str = "cpu"
     batch_size: int = 64
     max_length: int | None = None
@@ -89,6 +91,8 @@ class SweepSpec:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
 
     def model_args(self) -> dict[str, Any]:
         """The model arguments that change results (part ids depend on them; the device does not)."""
@@ -221,6 +225,7 @@ class Evaluator:
         self._pipeline_types = (ParallelismManager, Pipeline, PipelineParameters)
         self.custom_module = self._import_custom_tasks()
         self._exits = contextlib.ExitStack()
+        self._pipelines: dict[tuple[str, ...], Any] = {}
         from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
 
         if self.custom_module is not None and not spec.builtin_tasks:
@@ -260,6 +265,7 @@ class Evaluator:
                 try:
                     return self._evaluate_claimed(checkpoint, pending)
                 except Exception as error:  # one bad checkpoint must not stop the sweep
+                    self._pipelines.clear()  # a pipeline that failed half-way is not reused
                     logging.getLogger(__name__).error("failed %s\n%s", checkpoint.label, traceback.format_exc())
                     reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
                     return Outcome(checkpoint, "failed", reason, pending)
@@ -269,7 +275,6 @@ class Evaluator:
 
         from finetasks_afr.lighteval_runtime import prediction_cache_in
 
-        parallelism, pipeline_cls, parameters_cls = self._pipeline_types
         started = time.perf_counter()
         with self.store.staging() as staging:
             part_name = "part-" + part_id(pending, self.spec.model_args())
@@ -279,6 +284,36 @@ class Evaluator:
                 load_seconds = time.perf_counter() - load_started
             timer = self._forward_timer(model)
             tracker = EvaluationTracker(output_dir=str(staging / "lighteval"), save_details=self.spec.save_details)
+            pipeline = self._pipeline(pending, model, tracker)
+            pipeline.evaluate()
+            if self.spec.save_details:
+                pipeline.save_and_push_results()
+            else:  # lighteval's save() first builds a datasets.Dataset per task's details (half of the overhead)
+                tracker.save_results(time.strftime("%Y-%m-%dT%H-%M-%S"), tracker.results)
+            forward = None if timer is None else timer.seconds
+            if timer is not None:
+                timer.remove()
+            self._release(pipeline)
+            del model
+            part = self._stage_part(staging, checkpoint, pending)
+            total = time.perf_counter() - started
+            timing = Timing(total=total, load=load_seconds, forward=forward)
+            self._write_manifest(part, checkpoint, pending, timing)
+            self.store.commit(part, checkpoint, part_name)
+        return Outcome(checkpoint, "evaluated", "", pending, timing, part_name)
+
+    def _pipeline(self, pending: list[str], model: Any, tracker: Any) -> Any:
+        """A lighteval Pipeline over `pending` evaluating `model`, built once per task list and worker.
+
+        The first checkpoint builds it (tasks, documents, few-shot contexts, requests); later checkpoints with the
+        same task list reuse it with their own model and results tracker, re-seeded as a fresh Pipeline would be,
+        so their results equal a fresh Pipeline's (tests/test_engine.py). Only the finetasks engine reuses; the
+        lighteval engine builds a Pipeline per checkpoint, as lighteval does.
+        """
+        parallelism, pipeline_cls, parameters_cls = self._pipeline_types
+        key = tuple(pending)
+        pipeline = self._pipelines.get(key) if self.spec.engine == "finetasks" else None
+        if pipeline is None:
             launcher = parallelism.VLLM if self.spec.backend == "vllm" else parallelism.ACCELERATE
             pipeline = pipeline_cls(
                 tasks=",".join(pending),
@@ -291,24 +326,31 @@ class Evaluator:
                 evaluation_tracker=tracker,
                 model=model,
             )
-            pipeline.model._cache = None  # predictions are never reused across evaluations (see prediction_cache_in)
-            pipeline.evaluate()
-            if self.spec.save_details:
-                pipeline.save_and_push_results()
-            else:  # lighteval's save() first builds a datasets.Dataset per task's details (half of the overhead)
-                tracker.save_results(time.strftime("%Y-%m-%dT%H-%M-%S"), tracker.results)
-            forward = None if timer is None else timer.seconds
-            if timer is not None:
-                timer.remove()
-            del pipeline, model
-            part = self._stage_part(staging, checkpoint, pending)
-            total = time.perf_counter() - started
-            timing = Timing(total=total, load=load_seconds, forward=forward)
-            self._write_manifest(part, checkpoint, pending, timing)
-            self.store.commit(part, checkpoint, part_name)
-        return Outcome(checkpoint, "evaluated", "", pending, timing, part_name)
+            if self.spec.engine == "finetasks" and self.spec.backend == "accelerate":
+                self._pipelines = {key: pipeline}  # one task list at a time (a resumed sweep may vary it)
+        else:
+            pipeline._init_random_seeds()
+            pipeline.evaluation_tracker = tracker
+            tracker.task_config_logger.log(pipeline.tasks_dict)
+            pipeline.model = model
+            pipeline._init_accelerator_seeds()
+            tracker.general_config_logger.log_model_info(model_config=model.config)
+            pipeline.final_dict = None
+        pipeline.model._cache = None  # predictions are never reused across evaluations (see prediction_cache_in)
+        return pipeline
+
+    @staticmethod
+    def _release(pipeline: Any) -> None:
+        """Drop the checkpoint's model and tracker from a (possibly kept) pipeline."""
+        pipeline.model = None
+        pipeline.evaluation_tracker = None
+        pipeline.final_dict = None
 
     def _load_model(self, checkpoint: Checkpoint):
+        if self.spec.backend == "accelerate" and self.spec.engine == "finetasks":
+            from finetasks_afr.engine import SharedPrefixModel
+
+            return SharedPrefixModel(self._model_config(checkpoint))
         from lighteval.models.model_loader import load_model
 
         return load_model(config=self._model_config(checkpoint))
@@ -381,6 +423,7 @@ class Evaluator:
             "tasks": pending,
             "task_info": self._task_info(pending),
             "model_args": self.spec.model_args(),
+            "engine": self.spec.engine if self.spec.backend == "accelerate" else None,
             "device": self.spec.device,
             "lighteval_version": getattr(lighteval, "__version__", "unknown"),
             "host": platform.node(),

@@ -1,0 +1,386 @@
+"""The one causal-LM scoring core: log P(target tokens | preceding tokens) for the sweep, the perplexity tasks,
+`finetasks-afr recommend` and the LongPPL teacher.
+
+Everything that asks a causal LM for log-probabilities goes through three functions here, so the same text gives
+the same numbers wherever it is scored:
+
+- `score_rows`: the primitive. A row is a token sequence whose last `n_targets` tokens are scored; the model is fed
+  the row without its last token (which no position needs), right-padded with an attention mask (a real token
+  never attends to a pad, causal attention never looks right), and only the positions that predict a target go
+  through `log_softmax`, in float32 (lighteval runs the full-vocabulary `log_softmax` over every position of every
+  row; the values at the positions used are the same).
+- `score_texts` / `score_token_texts`: a whole text, every token scored exactly once under THE windowing rule
+  (`rolling_windows`): the first token is conditioned on a prefix token (BOS, else EOS: `prefix_token_id`); a text
+  that fits in `max_length` inputs is one window; a longer one is scored with sliding windows of `max_length`
+  inputs advancing by `stride = max(1, max_length // 2)` tokens, each token scored in the first window that holds
+  it, so every token after the first window sees at least `max_length - stride` tokens of context. Perplexity tasks,
+  `recommend` and the LongPPL teacher all use this rule; a text shorter than `max_length` is scored with its whole
+  left context by all of them.
+- `score_continuations`: (context, continuation) pairs, lighteval's log-likelihood requests. Pairs with the same
+  context tokens share one forward pass of the context: the context is run once with `use_cache=True`, its last
+  logits score every continuation's first token, and the rest of each continuation runs on a copy of the
+  context's keys/values (`batch_select_indices`) with the context's attention mask and explicit
+  `position_ids = context length + arange`, so right padding of shorter contexts changes nothing. A single-token
+  continuation (MCF letters) needs no pass of its own. Pairs whose context plus continuation exceed `max_length`
+  are scored as lighteval scores them (`context + continuation` cut from the left to `max_length`, each choice a
+  row of its own, because each then sees a different prefix), and so are pairs without a context token.
+
+Batching: rows (or contexts) are sorted by length, longest first, across everything passed in one call (all tasks
+of a pipeline run), and batched by `batch_size` rows. `STATS` counts the tokens actually fed to the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+Row = tuple[Sequence[int], int]  # (tokens, number of trailing tokens to score)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """The log-probability of a row's targets: summed (float32 sum, as lighteval), whether each target was the
+    model's greedy choice, and per token when asked for."""
+
+    logprob: float
+    greedy: bool
+    token_logprobs: tuple[float, ...] | None = None
+
+
+@dataclasses.dataclass
+class ScoringStats:
+    """Tokens fed to the model since the last `reset_stats()` (what prefix sharing saves is read off these)."""
+
+    forward_passes: int = 0
+    tokens_fed: int = 0  # real (non-pad) input tokens
+    padded_tokens_fed: int = 0  # including padding
+    shared_contexts: int = 0  # contexts run once for several continuations
+    continuations: int = 0  # continuations scored on a shared context
+    fallback_rows: int = 0  # continuation rows scored whole (truncated or context-less)
+
+
+STATS = ScoringStats()
+
+
+def reset_stats() -> None:
+    for field in dataclasses.fields(STATS):
+        setattr(STATS, field.name, 0)
+
+
+class ScoringError(ValueError):
+    """A request the core cannot score (named, with the fix)."""
+
+
+# ------------------------------------------------------------------------------------------------ windows
+
+
+def prefix_token_id(tokenizer: Any) -> int:
+    """The token the first text token is conditioned on: BOS, else EOS (lm-evaluation-harness's rule)."""
+    for name in ("bos_token_id", "eos_token_id"):
+        token = getattr(tokenizer, name, None)
+        if token is not None:
+            return int(token)
+    raise ScoringError(
+        "scoring a whole text needs a BOS or EOS token to condition the first token on, and this tokenizer has "
+        "neither; fix: set tokenizer.bos_token (or eos_token) in the model's tokenizer_config.json"
+    )
+
+
+def window_stride(max_length: int) -> int:
+    """How far a window advances past the previous one: half the window (at least one token)."""
+    return max(1, max_length // 2)
+
+
+def rolling_windows(n_tokens: int, max_length: int) -> list[tuple[int, int, int]]:
+    """THE windowing rule, as `(begin, end, first)` over `sequence = [prefix, *tokens]`.
+
+    Feed `sequence[begin:end]` (at most `max_length` tokens; position j predicts `tokens[j]`) and score
+    `tokens[first:end]`. The first window starts at 0 and scores everything it holds; each later one scores the
+    next `stride` tokens (`window_stride`) and is filled to `max_length` inputs with the tokens before them.
+    Every token is scored exactly once.
+    """
+    if max_length < 1:
+        raise ScoringError(f"max_length must be >= 1, got {max_length}")
+    if n_tokens <= 0:
+        return []
+    stride = window_stride(max_length)
+    end = min(max_length, n_tokens)
+    windows = [(0, end, 0)]
+    while end < n_tokens:
+        first, end = end, min(end + stride, n_tokens)
+        windows.append((max(0, end - max_length), end, first))
+    return windows
+
+
+def text_rows(tokens: Sequence[int], prefix: int, max_length: int) -> list[Row]:
+    """The rows (`score_rows` input) that score `tokens` after `prefix` under the windowing rule."""
+    sequence = [prefix, *tokens]
+    return [(sequence[begin : end + 1], end - first) for begin, end, first in rolling_windows(len(tokens), max_length)]
+
+
+# ------------------------------------------------------------------------------------------- model calls
+
+
+def _accepts(module: Any, argument: str) -> bool:
+    try:
+        return argument in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _device(model: Any) -> Any:
+    device = getattr(model, "device", None)
+    if device is not None:
+        return device
+
+    return next(model.parameters()).device
+
+
+def _logits(model: Any, keep: Any = None, **inputs: Any) -> Any:
+    """The model's logits; with `keep` (a (batch, k) index tensor), only those positions, where the model supports
+    `logits_to_keep` (else all positions, then indexed)."""
+    import torch
+
+    STATS.forward_passes += 1
+    if keep is not None and _accepts(model, "logits_to_keep"):
+        output = model(**inputs, logits_to_keep=keep)
+        return output
+    output = model(**inputs)
+    if keep is not None:
+        logits = output.logits
+        index = keep.unsqueeze(-1).expand(-1, -1, logits.shape[-1])
+        output.logits = torch.gather(logits, 1, index)
+    return output
+
+
+def _scored(logits: Any, targets: Any, keep_tokens: bool) -> Scored:
+    """Score `targets` (1-D) from the float logits predicting them (rows aligned)."""
+    import torch
+
+    logprobs = torch.log_softmax(logits.float(), dim=-1)
+    picked = logprobs.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    greedy = bool((logprobs.argmax(dim=-1) == targets).all())
+    tokens = tuple(float(value) for value in picked.tolist()) if keep_tokens else None
+    return Scored(float(picked.sum()), greedy, tokens)
+
+
+def score_rows(
+    model: Any, rows: Sequence[Row], *, batch_size: int, pad_id: int = 0, keep_tokens: bool = False
+) -> list[Scored]:
+    """Score the last `n` tokens of each row `(tokens, n)`, `1 <= n < len(tokens)`, in the order given."""
+    import torch
+
+    for tokens, n in rows:
+        if not 1 <= n < len(tokens):
+            raise ScoringError(f"a row of {len(tokens)} tokens cannot score its last {n} (needs 1 <= n < length)")
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i][0]))
+    device = _device(model)
+    out: list[Scored | None] = [None] * len(rows)
+    with torch.inference_mode():
+        for start in range(0, len(order), max(1, batch_size)):
+            batch = order[start : start + max(1, batch_size)]
+            width = len(rows[batch[0]][0]) - 1
+            targets_width = max(rows[i][1] for i in batch)
+            ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            keep = torch.zeros((len(batch), targets_width), dtype=torch.long)
+            for row, i in enumerate(batch):
+                tokens, n = rows[i]
+                fed = len(tokens) - 1
+                ids[row, :fed] = torch.as_tensor(list(tokens[:-1]), dtype=torch.long)
+                mask[row, :fed] = 1
+                keep[row, :n] = torch.arange(fed - n, fed)
+                keep[row, n:] = fed - 1  # padding of the index: repeats a real position, never read
+            STATS.tokens_fed += int(mask.sum())
+            STATS.padded_tokens_fed += ids.numel()
+            logits = _logits(model, keep.to(device), input_ids=ids.to(device), attention_mask=mask.to(device)).logits
+            for row, i in enumerate(batch):
+                tokens, n = rows[i]
+                target = torch.as_tensor(list(tokens[-n:]), dtype=torch.long, device=logits.device)
+                out[i] = _scored(logits[row, :n], target, keep_tokens)
+    return [scored for scored in out if scored is not None]
+
+
+def score_token_texts(
+    model: Any, texts: Sequence[Sequence[int]], *, prefix: int, max_length: int, batch_size: int, pad_id: int = 0,
+    keep_tokens: bool = False,
+) -> list[Scored]:  # fmt: skip
+    """Each token sequence scored whole after `prefix` under the windowing rule (summed over its windows)."""
+    rows: list[Row] = []
+    owners: list[int] = []
+    for index, tokens in enumerate(texts):
+        text_windows = text_rows(tokens, prefix, max_length)
+        rows += text_windows
+        owners += [index] * len(text_windows)
+    scored = score_rows(model, rows, batch_size=batch_size, pad_id=pad_id, keep_tokens=keep_tokens)
+    sums = [0.0] * len(texts)
+    greedy = [True] * len(texts)
+    tokens_out: list[list[float]] = [[] for _ in texts]
+    for owner, result in zip(owners, scored, strict=True):
+        sums[owner] += result.logprob
+        greedy[owner] = greedy[owner] and result.greedy
+        if keep_tokens and result.token_logprobs is not None:
+            tokens_out[owner] += result.token_logprobs
+    return [Scored(sums[i], greedy[i], tuple(tokens_out[i]) if keep_tokens else None) for i in range(len(texts))]
+
+
+def encode_text(tokenizer: Any, text: str) -> list[int]:
+    """A text's tokens as the core scores them: no special tokens (the prefix token is added by the core)."""
+    return [int(token) for token in tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]]
+
+
+def score_texts(
+    model: Any, tokenizer: Any, texts: Sequence[str], *, max_length: int, batch_size: int, keep_tokens: bool = False
+) -> list[tuple[Scored, int]]:
+    """(score, number of tokens) of each text, tokenised without special tokens, after the tokenizer's prefix."""
+    encoded = [encode_text(tokenizer, text) for text in texts]
+    scores = score_token_texts(
+        model, encoded, prefix=prefix_token_id(tokenizer), max_length=max_length, batch_size=batch_size,
+        pad_id=pad_token_id(tokenizer), keep_tokens=keep_tokens,
+    )  # fmt: skip
+    return [(scored, len(tokens)) for scored, tokens in zip(scores, encoded, strict=True)]
+
+
+def pad_token_id(tokenizer: Any) -> int:
+    """Any id works (pads sit right of every real token and are masked); the tokenizer's pad, else eos, else 0."""
+    for name in ("pad_token_id", "eos_token_id"):
+        token = getattr(tokenizer, name, None)
+        if token is not None:
+            return int(token)
+    return 0
+
+
+# -------------------------------------------------------------------------------- shared-prefix scoring
+
+
+@dataclasses.dataclass
+class _Group:
+    context: tuple[int, ...]
+    members: list[tuple[int, tuple[int, ...]]]  # (request index, continuation)
+
+
+def _batches(groups: list[_Group], batch_size: int) -> Iterator[list[_Group]]:
+    """Groups in order, each batch holding at most `batch_size` continuations (at least one group)."""
+    batch: list[_Group] = []
+    rows = 0
+    for group in groups:
+        if batch and rows + len(group.members) > batch_size:
+            yield batch
+            batch, rows = [], 0
+        batch.append(group)
+        rows += len(group.members)
+    if batch:
+        yield batch
+
+
+def score_continuations(
+    model: Any,
+    requests: Sequence[tuple[Sequence[int], Sequence[int]]],
+    *,
+    max_length: int,
+    batch_size: int,
+    pad_id: int = 0,
+) -> list[Scored]:
+    """log P(continuation | context) for each `(context tokens, continuation tokens)` request, in order.
+
+    Requests with identical context tokens share the context's forward pass (module docstring). A request whose
+    context + continuation exceed `max_length`, or whose context is empty, is scored as lighteval scores it.
+    """
+    out: list[Scored | None] = [None] * len(requests)
+    groups: dict[tuple[int, ...], _Group] = {}
+    whole: list[int] = []
+    for index, (context, continuation) in enumerate(requests):
+        if not continuation:
+            raise ScoringError(f"request {index}: an empty continuation has no log-probability")
+        context_t, continuation_t = tuple(int(t) for t in context), tuple(int(t) for t in continuation)
+        if not context_t or len(context_t) + len(continuation_t) > max_length:
+            whole.append(index)
+            continue
+        groups.setdefault(context_t, _Group(context_t, [])).members.append((index, continuation_t))
+    if whole:
+        STATS.fallback_rows += len(whole)
+        rows = [_lighteval_row(requests[i][0], requests[i][1], max_length) for i in whole]
+        for index, scored in zip(whole, score_rows(model, rows, batch_size=batch_size, pad_id=pad_id), strict=True):
+            out[index] = scored
+    ordered = sorted(groups.values(), key=lambda group: -len(group.context))
+    for batch in _batches(ordered, max(1, batch_size)):
+        for index, scored in _score_shared_batch(model, batch, pad_id):
+            out[index] = scored
+    return [scored for scored in out if scored is not None]
+
+
+def _lighteval_row(context: Sequence[int], continuation: Sequence[int], max_length: int) -> Row:
+    """lighteval's row: context + continuation cut from the left to `max_length` tokens; the continuation's tokens
+    that remain are scored (all of them unless the continuation alone is longer than the window)."""
+    row = [*context, *continuation][-max_length:] if max_length > 0 else [*context, *continuation]
+    n = min(len(continuation), len(row) - 1)
+    if n < 1:
+        raise ScoringError(
+            f"a continuation of {len(continuation)} tokens with {len(context)} context tokens leaves nothing to "
+            f"score in max_length {max_length}; fix: raise max_length"
+        )
+    return row, n
+
+
+def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterator[tuple[int, Scored]]:
+    import torch
+
+    device = _device(model)
+    lengths = [len(group.context) for group in batch]
+    width = max(lengths)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for row, group in enumerate(batch):
+        ids[row, : lengths[row]] = torch.as_tensor(group.context, dtype=torch.long)
+        mask[row, : lengths[row]] = 1
+    last = torch.as_tensor([[length - 1] for length in lengths], dtype=torch.long)
+    STATS.tokens_fed += sum(lengths)
+    STATS.padded_tokens_fed += ids.numel()
+    STATS.shared_contexts += len(batch)
+    with torch.inference_mode():
+        output = _logits(
+            model, last.to(device), input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True
+        )
+        context_logits = output.logits[:, 0]  # (groups, vocab): predicts each continuation's first token
+        # continuations of two or more tokens run on the context's cache
+        longer = [
+            (row, index, cont) for row, group in enumerate(batch) for index, cont in group.members if len(cont) > 1
+        ]
+        rest_logits: dict[int, Any] = {}
+        if longer:
+            cache = output.past_key_values
+            owners = torch.as_tensor([row for row, _, _ in longer], dtype=torch.long, device=device)
+            cache.batch_select_indices(owners)  # in place: this batch's cache is not needed afterwards
+            rest_width = max(len(cont) - 1 for _, _, cont in longer)
+            rest_ids = torch.full((len(longer), rest_width), pad_id, dtype=torch.long)
+            rest_mask = torch.zeros_like(rest_ids)
+            for k, (_, _, cont) in enumerate(longer):
+                rest_ids[k, : len(cont) - 1] = torch.as_tensor(cont[:-1], dtype=torch.long)
+                rest_mask[k, : len(cont) - 1] = 1
+            owner_lengths = torch.as_tensor([lengths[row] for row, _, _ in longer], dtype=torch.long)
+            positions = owner_lengths.unsqueeze(1) + torch.arange(rest_width).unsqueeze(0)
+            attention = torch.cat([mask[owners.cpu()], rest_mask], dim=1)
+            STATS.tokens_fed += int(rest_mask.sum())
+            STATS.padded_tokens_fed += rest_ids.numel()
+            logits = _logits(
+                model, None, input_ids=rest_ids.to(device), attention_mask=attention.to(device),
+                position_ids=positions.to(device), past_key_values=cache, use_cache=True,
+            ).logits  # fmt: skip
+            rest_logits = {index: logits[k] for k, (_, index, _) in enumerate(longer)}
+        for row, group in enumerate(batch):
+            for index, cont in group.members:
+                STATS.continuations += 1
+                target = torch.as_tensor(cont, dtype=torch.long, device=context_logits.device)
+                if len(cont) == 1:
+                    yield index, _scored(context_logits[row : row + 1], target, False)
+                else:
+                    predicting = torch.cat([context_logits[row : row + 1], rest_logits[index][: len(cont) - 1]])
+                    yield index, _scored(predicting, target, False)
+
+
+def bits_per_byte(logprob_nats: float, n_bytes: int) -> float:
+    """-log2 P(text) per UTF-8 byte."""
+    return -logprob_nats / (n_bytes * math.log(2))
