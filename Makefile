@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ typecheck: install
 ## The test command of the README and of CI: lint, types, then every test (slow ones included).
 test: lint typecheck
 	$(PY) -m pytest -q
+
+## lighteval 0.13.0's own tests from its sdist (PyPI download), without then with our patches; fails on a regression.
+test-lighteval: install
+	PY=$(abspath $(PY)) bash scripts/lighteval_upstream_tests.sh
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow"
