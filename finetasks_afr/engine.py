@@ -106,6 +106,13 @@ class SharedPrefixModel(TransformersModel):
 
     # ------------------------------------------------------------------------------------------ tokens
     def tok_encode_pair(self, context, continuations: list[str], pairwise: bool = False):
+        contexts, encoded = self._encoded_pair(context, continuations, pairwise)
+        return [list(c) for c in contexts], [list(c) for c in encoded]
+
+    def _encoded_pair(
+        self, context: str, continuations: list[str], pairwise: bool
+    ) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
+        """lighteval's `tok_encode_pair`, memoised by tokenizer digest (immutable tuples, shared)."""
         key = (self.add_special_tokens, context, tuple(continuations), bool(pairwise))
         memo = tokenisation_memo(self.tokenizer_digest)
         found = memo.get(key)
@@ -118,7 +125,7 @@ class SharedPrefixModel(TransformersModel):
             )
         else:
             self.tokenisation_hits += 1
-        return [list(c) for c in found[0]], [list(c) for c in found[1]]
+        return found
 
     # ------------------------------------------------------------------------------------------ scoring
     def _data_parallel(self) -> bool:
@@ -132,18 +139,17 @@ class SharedPrefixModel(TransformersModel):
             from finetasks_afr import compat
 
             return compat.rolling_loglikelihood(self, docs)
-        requests: list[tuple[list[int], list[int]]] = []
-        spans: list[tuple[int, int, list[int]]] = []
+        requests = []
         for doc in docs:
-            context = self.prompt_manager.prepare_prompt(doc)
-            contexts, continuations = self.tok_encode_pair(context, doc.choices, pairwise=True)
-            spans.append((len(requests), len(continuations), contexts[0] if contexts else []))
-            requests += list(zip(contexts, continuations, strict=True))
+            contexts, continuations = self._encoded_pair(
+                self.prompt_manager.prepare_prompt(doc), doc.choices, pairwise=True
+            )
+            requests.append((contexts[0] if contexts else (), continuations))
+        longest = max((len(c) + max(map(len, k), default=0) for c, k in requests), default=1)
         batch_size = self._get_batch_size(
-            max_input_length=min(self.max_length, max((len(c) + len(k) for c, k in requests), default=1)),
-            override_bs=self.config.batch_size,
+            max_input_length=min(self.max_length, longest), override_bs=self.config.batch_size
         )
-        scored = scoring.score_continuations(
+        scored = scoring.score_choices(
             self.model,
             requests,
             max_length=self.max_length,
@@ -152,12 +158,12 @@ class SharedPrefixModel(TransformersModel):
         )
         return [
             ModelResponse(
-                logprobs=[result.logprob for result in scored[start : start + count]],
-                argmax_logits_eq_gold=[result.greedy for result in scored[start : start + count]],
+                logprobs=[result.logprob for result in results],
+                argmax_logits_eq_gold=[result.greedy for result in results],
                 input_tokens=list(context),
-                output_tokens=[list(cont) for _, cont in requests[start : start + count]],
+                output_tokens=[list(cont) for cont in continuations],
             )
-            for start, count, context in spans
+            for (context, continuations), results in zip(requests, scored, strict=True)
         ]
 
 

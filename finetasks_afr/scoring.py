@@ -259,21 +259,79 @@ def pad_token_id(tokenizer: Any) -> int:
 @dataclasses.dataclass
 class _Group:
     context: tuple[int, ...]
-    members: list[tuple[int, tuple[int, ...]]]  # (request index, continuation)
+    members: list[tuple[Any, tuple[int, ...]]]  # (where the score goes, continuation)
 
 
 def _batches(groups: list[_Group], batch_size: int) -> Iterator[list[_Group]]:
-    """Groups in order, each batch holding at most `batch_size` continuations (at least one group)."""
+    """Groups in order, each batch holding at most `batch_size` contexts and at most `batch_size` continuations
+    that need a pass of their own (two tokens or more; a single-token continuation is scored by its context's
+    pass alone). A group with more such continuations is split (its context then runs once per piece)."""
     batch: list[_Group] = []
     rows = 0
-    for group in groups:
-        if batch and rows + len(group.members) > batch_size:
-            yield batch
-            batch, rows = [], 0
-        batch.append(group)
-        rows += len(group.members)
+    for whole in groups:
+        pieces, piece, piece_rows = [], [], 0
+        for member in whole.members:
+            if len(member[1]) > 1 and piece_rows == batch_size:
+                pieces.append(piece)
+                piece, piece_rows = [], 0
+            piece.append(member)
+            piece_rows += len(member[1]) > 1
+        pieces.append(piece)
+        for members in pieces:
+            group = _Group(whole.context, members)
+            needing = sum(len(cont) > 1 for _, cont in members)
+            if batch and (len(batch) == batch_size or rows + needing > batch_size):
+                yield batch
+                batch, rows = [], 0
+            batch.append(group)
+            rows += needing
     if batch:
         yield batch
+
+
+def score_choices(
+    model: Any,
+    docs: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
+    *,
+    max_length: int,
+    batch_size: int,
+    pad_id: int = 0,
+) -> list[list[Scored]]:
+    """log P(continuation | context) for each `(context tokens, [continuation tokens, ...])` document, in order.
+
+    Documents (of any tasks) with identical context tokens share one forward pass of the context (module
+    docstring). A continuation whose context + continuation exceed `max_length`, or whose context is empty, is
+    scored as lighteval scores it.
+    """
+    out: list[list[Scored | None]] = [[None] * len(continuations) for _, continuations in docs]
+    groups: dict[tuple[int, ...], _Group] = {}
+    whole: list[tuple[int, int]] = []
+    for doc_index, (context, continuations) in enumerate(docs):
+        key = context if isinstance(context, tuple) else tuple(context)
+        group = None
+        for choice, continuation in enumerate(continuations):
+            if not continuation:
+                raise ScoringError(
+                    f"document {doc_index}, choice {choice}: an empty continuation has no log-probability"
+                )
+            if not key or len(key) + len(continuation) > max_length:
+                whole.append((doc_index, choice))
+                continue
+            if group is None:
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = _Group(key, [])
+            group.members.append(((doc_index, choice), tuple(continuation)))
+    if whole:
+        STATS.fallback_rows += len(whole)
+        rows = [_lighteval_row(docs[d][0], docs[d][1][c], max_length) for d, c in whole]
+        for (d, c), scored in zip(whole, score_rows(model, rows, batch_size=batch_size, pad_id=pad_id), strict=True):
+            out[d][c] = scored
+    ordered = sorted(groups.values(), key=lambda group: -len(group.context))
+    for batch in _batches(ordered, max(1, batch_size)):
+        for (d, c), scored in _score_shared_batch(model, batch, pad_id):
+            out[d][c] = scored
+    return [[scored for scored in scores if scored is not None] for scores in out]
 
 
 def score_continuations(
@@ -284,32 +342,13 @@ def score_continuations(
     batch_size: int,
     pad_id: int = 0,
 ) -> list[Scored]:
-    """log P(continuation | context) for each `(context tokens, continuation tokens)` request, in order.
-
-    Requests with identical context tokens share the context's forward pass (module docstring). A request whose
-    context + continuation exceed `max_length`, or whose context is empty, is scored as lighteval scores it.
-    """
-    out: list[Scored | None] = [None] * len(requests)
-    groups: dict[tuple[int, ...], _Group] = {}
-    whole: list[int] = []
-    for index, (context, continuation) in enumerate(requests):
-        if not continuation:
-            raise ScoringError(f"request {index}: an empty continuation has no log-probability")
-        context_t, continuation_t = tuple(int(t) for t in context), tuple(int(t) for t in continuation)
-        if not context_t or len(context_t) + len(continuation_t) > max_length:
-            whole.append(index)
-            continue
-        groups.setdefault(context_t, _Group(context_t, [])).members.append((index, continuation_t))
-    if whole:
-        STATS.fallback_rows += len(whole)
-        rows = [_lighteval_row(requests[i][0], requests[i][1], max_length) for i in whole]
-        for index, scored in zip(whole, score_rows(model, rows, batch_size=batch_size, pad_id=pad_id), strict=True):
-            out[index] = scored
-    ordered = sorted(groups.values(), key=lambda group: -len(group.context))
-    for batch in _batches(ordered, max(1, batch_size)):
-        for index, scored in _score_shared_batch(model, batch, pad_id):
-            out[index] = scored
-    return [scored for scored in out if scored is not None]
+    """log P(continuation | context) for each `(context tokens, continuation tokens)` request, in order
+    (`score_choices` with one continuation per document; identical contexts are still shared)."""
+    scores = score_choices(
+        model, [(context, [continuation]) for context, continuation in requests], max_length=max_length,
+        batch_size=batch_size, pad_id=pad_id,
+    )  # fmt: skip
+    return [scored[0] for scored in scores]
 
 
 def _lighteval_row(context: Sequence[int], continuation: Sequence[int], max_length: int) -> Row:
@@ -325,7 +364,7 @@ def _lighteval_row(context: Sequence[int], continuation: Sequence[int], max_leng
     return row, n
 
 
-def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterator[tuple[int, Scored]]:
+def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterator[tuple[Any, Scored]]:
     import torch
 
     device = _device(model)
@@ -337,30 +376,39 @@ def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterato
         ids[row, : lengths[row]] = torch.as_tensor(group.context, dtype=torch.long)
         mask[row, : lengths[row]] = 1
     last = torch.as_tensor([[length - 1] for length in lengths], dtype=torch.long)
+    members = [(row, index, cont) for row, group in enumerate(batch) for index, cont in group.members]
     STATS.tokens_fed += sum(lengths)
     STATS.padded_tokens_fed += ids.numel()
     STATS.shared_contexts += len(batch)
+    STATS.continuations += len(members)
     with torch.inference_mode():
         output = _logits(
             model, last.to(device), input_ids=ids.to(device), attention_mask=mask.to(device), use_cache=True
         )
-        context_logits = output.logits[:, 0]  # (groups, vocab): predicts each continuation's first token
-        # continuations of two or more tokens run on the context's cache
-        longer = [
-            (row, index, cont) for row, group in enumerate(batch) for index, cont in group.members if len(cont) > 1
-        ]
-        rest_logits: dict[int, Any] = {}
+        # The first token of every continuation, predicted by its context's last position.
+        context_logprobs = torch.log_softmax(output.logits[:, 0].float(), dim=-1)  # (groups, vocab)
+        owner = torch.as_tensor([row for row, _, _ in members], dtype=torch.long, device=context_logprobs.device)
+        first = torch.as_tensor([cont[0] for _, _, cont in members], dtype=torch.long, device=owner.device)
+        first_logprob = context_logprobs[owner, first]
+        first_greedy = context_logprobs.argmax(dim=-1)[owner] == first
+        rest_logprob = torch.zeros_like(first_logprob)
+        rest_greedy = torch.ones_like(first_greedy)
+        # The rest of each longer continuation runs on a copy of its context's keys/values.
+        longer = [k for k, (_, _, cont) in enumerate(members) if len(cont) > 1]
         if longer:
             cache = output.past_key_values
-            owners = torch.as_tensor([row for row, _, _ in longer], dtype=torch.long, device=device)
+            owners = owner[longer].to(device)
             cache.batch_select_indices(owners)  # in place: this batch's cache is not needed afterwards
-            rest_width = max(len(cont) - 1 for _, _, cont in longer)
+            rest_width = max(len(members[k][2]) - 1 for k in longer)
             rest_ids = torch.full((len(longer), rest_width), pad_id, dtype=torch.long)
+            targets = torch.zeros((len(longer), rest_width), dtype=torch.long)
             rest_mask = torch.zeros_like(rest_ids)
-            for k, (_, _, cont) in enumerate(longer):
-                rest_ids[k, : len(cont) - 1] = torch.as_tensor(cont[:-1], dtype=torch.long)
-                rest_mask[k, : len(cont) - 1] = 1
-            owner_lengths = torch.as_tensor([lengths[row] for row, _, _ in longer], dtype=torch.long)
+            for j, k in enumerate(longer):
+                cont = members[k][2]
+                rest_ids[j, : len(cont) - 1] = torch.as_tensor(cont[:-1], dtype=torch.long)
+                targets[j, : len(cont) - 1] = torch.as_tensor(cont[1:], dtype=torch.long)
+                rest_mask[j, : len(cont) - 1] = 1
+            owner_lengths = torch.as_tensor([lengths[members[k][0]] for k in longer], dtype=torch.long)
             positions = owner_lengths.unsqueeze(1) + torch.arange(rest_width).unsqueeze(0)
             attention = torch.cat([mask[owners.cpu()], rest_mask], dim=1)
             STATS.tokens_fed += int(rest_mask.sum())
@@ -369,16 +417,20 @@ def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterato
                 model, None, input_ids=rest_ids.to(device), attention_mask=attention.to(device),
                 position_ids=positions.to(device), past_key_values=cache, use_cache=True,
             ).logits  # fmt: skip
-            rest_logits = {index: logits[k] for k, (_, index, _) in enumerate(longer)}
-        for row, group in enumerate(batch):
-            for index, cont in group.members:
-                STATS.continuations += 1
-                target = torch.as_tensor(cont, dtype=torch.long, device=context_logits.device)
-                if len(cont) == 1:
-                    yield index, _scored(context_logits[row : row + 1], target, False)
-                else:
-                    predicting = torch.cat([context_logits[row : row + 1], rest_logits[index][: len(cont) - 1]])
-                    yield index, _scored(predicting, target, False)
+            valid = rest_mask.to(logits.device).bool()
+            flat = torch.log_softmax(logits[valid].float(), dim=-1)  # only real positions: no pads through softmax
+            flat_targets = targets.to(logits.device)[valid]
+            picked = flat.gather(-1, flat_targets.unsqueeze(-1)).squeeze(-1)
+            missed = (flat.argmax(dim=-1) != flat_targets).to(torch.long)
+            row_of = torch.arange(len(longer), device=logits.device).unsqueeze(1).expand_as(valid)[valid]
+            index = torch.as_tensor(longer, dtype=torch.long, device=logits.device)
+            rest_logprob[index] = torch.zeros(len(longer), device=logits.device).index_add_(0, row_of, picked)
+            misses = torch.zeros(len(longer), dtype=torch.long, device=logits.device).index_add_(0, row_of, missed)
+            rest_greedy[index] = misses == 0
+        totals = (first_logprob + rest_logprob).tolist()
+        greedy = (first_greedy & rest_greedy).tolist()
+    for (_, index, _), total, is_greedy in zip(members, totals, greedy, strict=True):
+        yield index, Scored(float(total), bool(is_greedy))
 
 
 def bits_per_byte(logprob_nats: float, n_bytes: int) -> float:

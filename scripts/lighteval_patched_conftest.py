@@ -153,6 +153,17 @@ def counts(outcomes: dict[str, dict[str, str]]) -> str:
     return ", ".join(f"{tally[name]} {name}" for name in ("passed", "failed", "error", "skipped"))
 
 
+def _first_line(message: str) -> str:
+    """The start of a failure message on one line (a bare 'LookupError:' gets the line after it)."""
+    lines = [line.strip() for line in message.splitlines() if line.strip().strip("*")]
+    text = ""
+    for line in lines:
+        text = f"{text} {line}".strip()
+        if len(text) >= 60:
+            break
+    return text[:300]
+
+
 def compare(unpatched: dict, patched: dict, known: dict[str, str]) -> int:
     """Print the comparison; return the exit status (0: no regression, every common failure is known)."""
     status = 0
@@ -171,7 +182,7 @@ def compare(unpatched: dict, patched: dict, known: dict[str, str]) -> int:
             continue
         if both_bad:
             print(f"ERROR: fails in both runs and is not listed as a known upstream failure: {nodeid}")
-            print(f"    {after['outcome']}: {after['message']}")
+            print(f"    {after['outcome']}: {_first_line(after['message'])}")
             status = 1
             continue
         if nodeid in known:
@@ -185,7 +196,7 @@ def compare(unpatched: dict, patched: dict, known: dict[str, str]) -> int:
         print(f"{label}: {nodeid}: {before['outcome']} without, {after['outcome']} with")
         for message in (after["message"], before["message"]):
             if message:
-                print(f"    {message}")
+                print(f"    {_first_line(message)}")
         status = 1 if regression else status
     print("OK: no test fails with the patches that passes without them" if status == 0 else "FAILED")
     return status
