@@ -45,19 +45,22 @@ Bug 3: rolling log-likelihood, i.e. every perplexity metric (`word_perplexity`, 
     the alignment again; and (d) with the prediction cache on, its `@cached` wrapper returns nothing: it keeps
     only cached samples whose `SampleCache.get_sampling_method` is PERPLEXITY, which classifies any sample with
     log-probabilities as LOGPROBS (read in the source; item 3 of pull request #1252).
-    Fix: `loglikelihood_rolling` is replaced (not wrapped; lighteval's prediction cache is bypassed, so
-    perplexity is recomputed on every run) by `rolling_loglikelihood`: the text scored is the document's prompt
-    as the model's `prompt_manager` renders it (for a 0-shot document without system prompt: `doc.query`),
-    followed by its single choice when it has one; it is tokenised without special tokens; the first token is
-    conditioned on the tokenizer's BOS token, else its EOS token (lm-evaluation-harness's `prefix_token_id`
-    rule), and a tokenizer with neither is an error (no token would go unscored, so the byte and word counts of
-    the metrics always match the scored text). Every text token is scored exactly once: a text longer than
-    `max_length` is split into consecutive windows of at most `max_length` predicted tokens, each window fed
-    the token before it as its first input (lm-evaluation-harness's rolling windows with context length 1:
-    tokens at the start of a later window see less context, nothing is truncated). Each process scores every
-    document (no data-parallel split). `ModelResponse.logprobs` holds the one sum, `output_tokens` the scored
-    tokens, `input_tokens` the prefix and the tokens, `argmax_logits_eq_gold` whether every token was the
-    model's greedy choice.
+    Fix: the rolling branch of `TransformersModel._loglikelihood_tokens` is routed to `rolling_loglikelihood`
+    (the non-rolling branch stays lighteval's), so `loglikelihood_rolling` keeps lighteval's `@cached` wrapper and
+    any subclass's or mock's `_loglikelihood_tokens` (lighteval's `tests/unit/utils/test_caching.py` relies on
+    both); and, while `loglikelihood_rolling` runs, `SampleCache.get_sampling_method` classifies a response with
+    log-probabilities as PERPLEXITY, so the cache returns what it stored (d). `rolling_loglikelihood`: the text
+    scored is the document's prompt as the model's `prompt_manager` renders it (for a 0-shot document without
+    system prompt: `doc.query`), followed by its single choice when it has one; it is tokenised without special
+    tokens and scored by the one scoring core (`finetasks_afr.scoring`): the first token conditioned on the
+    tokenizer's BOS token, else its EOS token (lm-evaluation-harness's `prefix_token_id` rule; a tokenizer with
+    neither is an error, so no token goes unscored and the byte and word counts of the metrics always match the
+    scored text), every token scored exactly once under the core's windowing rule (a text longer than
+    `max_length` in sliding windows advancing by half a window, each token with at least half a window of
+    context; nothing is truncated). `recommend` and the LongPPL teacher use the same rule, so a text gets the
+    same bits per byte everywhere. Each process scores every document (no data-parallel split).
+    `ModelResponse.logprobs` holds the one sum, `output_tokens` the scored tokens, `input_tokens` the prefix and
+    the tokens, `argmax_logits_eq_gold` whether every token was the model's greedy choice.
 
 What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
@@ -67,8 +70,9 @@ What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT
     - `lighteval.metrics.metrics_sample.LoglikelihoodAcc.compute` and
       `lighteval.metrics.metrics_sample.NormalizedMultiChoiceProbability.compute`: under `LogProbPMINorm` only,
       read `ModelResponse.unconditioned_logprobs`.
-    - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood_rolling`: bug 3
-      (replaced by `rolling_loglikelihood`, outside lighteval's cache).
+    - `TransformersModel._loglikelihood_tokens` (rolling branch only), `TransformersModel.loglikelihood_rolling`
+      (marks the call) and `lighteval.utils.cache_management.SampleCache.get_sampling_method` (PERPLEXITY inside
+      that call): bug 3, inside lighteval's prediction cache.
     - `lighteval.metrics.utils.stderr._bootstrap_internal.__call__`: fix 4, speed only. The stderr of a corpus
       metric (perplexities, longppl, F1 corpus, ...) is bootstrapped over 1000 resamples, and lighteval recomputes
       them in a new `multiprocessing.Pool(cpu_count())` per metric, forking the whole evaluating process (model,
@@ -312,7 +316,11 @@ def _install() -> None:
     if _ACTIVE & {FIX_TOKEN_NORM, FIX_PMI}:
         _patch(TransformersModel, "loglikelihood", _wrap_loglikelihood)
     if FIX_ROLLING in _ACTIVE:
-        _patch(TransformersModel, "loglikelihood_rolling", _replace_loglikelihood_rolling)
+        from lighteval.utils.cache_management import SampleCache
+
+        _patch(TransformersModel, "_loglikelihood_tokens", _wrap_loglikelihood_tokens)
+        _patch(TransformersModel, "loglikelihood_rolling", _wrap_loglikelihood_rolling)
+        _patch(SampleCache, "get_sampling_method", _wrap_get_sampling_method)
     if FIX_BOOTSTRAP in _ACTIVE:
         from lighteval.metrics.utils.stderr import _bootstrap_internal
 
@@ -532,12 +540,50 @@ def add_unconditioned_logprobs(model: Any, docs: list[Any], responses: list[Any]
 # ----------------------------------------------------------------------------------- fix 3: rolling (perplexity)
 
 
-def _replace_loglikelihood_rolling(original: Callable) -> Callable:
+# Set while TransformersModel.loglikelihood_rolling (lighteval's @cached(PERPLEXITY) method) runs.
+_IN_ROLLING: contextvars.ContextVar[bool] = contextvars.ContextVar("finetasks_afr_in_rolling", default=False)
+
+
+def _wrap_loglikelihood_tokens(original: Callable) -> Callable:
+    """Bug 3: the rolling branch of `_loglikelihood_tokens` scores through `rolling_loglikelihood`; the other
+    branch is lighteval's, untouched. A subclass or mock overriding `_loglikelihood_tokens` keeps its own."""
+
+    @functools.wraps(original)
+    def _loglikelihood_tokens(self, docs, rolling=False, *args, **kwargs):
+        if rolling:
+            return rolling_loglikelihood(self, list(docs) if isinstance(docs, list | tuple) else [docs])
+        return original(self, docs, rolling, *args, **kwargs)
+
+    return _loglikelihood_tokens
+
+
+def _wrap_loglikelihood_rolling(original: Callable) -> Callable:
+    """Bug 3 (d): mark the call, so that lighteval's cache keeps the perplexity responses it just stored."""
+
     @functools.wraps(original)
     def loglikelihood_rolling(self, docs, *args, **kwargs):
-        return rolling_loglikelihood(self, list(docs) if isinstance(docs, list | tuple) else [docs])
+        token = _IN_ROLLING.set(True)
+        try:
+            return original(self, docs, *args, **kwargs)
+        finally:
+            _IN_ROLLING.reset(token)
 
     return loglikelihood_rolling
+
+
+def _wrap_get_sampling_method(original: Callable) -> Callable:
+    """Bug 3 (d): within `loglikelihood_rolling`, a cached response with log-probabilities is a PERPLEXITY sample
+    (lighteval 0.13 classifies it as LOGPROBS, and its `@cached` wrapper then drops every perplexity response)."""
+    from lighteval.tasks.requests import SamplingMethod
+
+    @functools.wraps(original)
+    def get_sampling_method(self, sample):
+        method = original(self, sample)
+        if method == SamplingMethod.LOGPROBS and _IN_ROLLING.get():
+            return SamplingMethod.PERPLEXITY
+        return method
+
+    return get_sampling_method
 
 
 _WARNED_PROMPT_DIFFERS: set[str] = set()
@@ -593,15 +639,34 @@ def rolling_loglikelihood(model: Any, docs: list[Any]) -> list[Any]:
     ]
 
 
+def bootstrap_draws(population: list, seed: int, number_draws: int) -> list[list]:
+    """Exactly `[random.Random(seed).choices(population, k=len(population)) for _ in range(number_draws)]`
+    (the draws of lighteval's `_bootstrap_internal`), generated by numpy from the same Mersenne Twister state.
+
+    `Random.choices` picks `population[floor(random() * n)]`, and `random()` is 53 bits from two 32-bit outputs,
+    the formula numpy's legacy `RandomState.random_sample` uses; handing Python's seeded state to a
+    `RandomState` yields the same stream (a test compares every draw).
+    """
+    import numpy as np
+
+    rnd = random.Random()
+    rnd.seed(seed)
+    n = len(population)
+    if n == 0:
+        return [[] for _ in range(number_draws)]
+    _, internal, _ = rnd.getstate()
+    state = np.random.RandomState()
+    state.set_state(("MT19937", np.asarray(internal[:-1], dtype=np.uint32), internal[-1]))
+    indices = np.floor(state.random_sample((number_draws, n)) * n).astype(np.int64)
+    return [[population[i] for i in row] for row in indices.tolist()]
+
+
 def _replace_bootstrap_call(original: Callable) -> Callable:
     """Fix 4: the same draws as lighteval's `_bootstrap_internal.__call__`, computed in this process."""
 
     @functools.wraps(original)
     def call(self, cur_experiment):
         population, seed = cur_experiment
-        rnd = random.Random()
-        rnd.seed(seed)
-        draws = [rnd.choices(population, k=len(population)) for _ in range(self.number_draws)]
-        return [self.metric(draw) for draw in draws]
+        return [self.metric(draw) for draw in bootstrap_draws(population, seed, self.number_draws)]
 
     return call

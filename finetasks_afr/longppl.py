@@ -147,8 +147,8 @@ class Teacher(Protocol):
     max_length: int
 
     def paragraph_perplexities(self, paragraphs: Sequence[str]) -> list[float | None]:
-        """Perplexity of each paragraph i >= 1 given paragraphs 0..i-1; None for paragraph 0 and for a paragraph
-        longer than `max_length - 1` tokens (it cannot be scored with any context)."""
+        """Perplexity of each paragraph i >= 1 given the paragraphs before it (as much of them as the teacher's
+        windowing rule gives it); None for paragraph 0 (never key: it has no context)."""
         ...
 
 
@@ -164,13 +164,14 @@ def paragraph_token_ids(tokenizer: Any, paragraphs: Sequence[str]) -> list[list[
 
 
 class CausalLMTeacher:
-    """A transformers causal LM as the teacher.
+    """A transformers causal LM as the teacher, scoring through the one scoring core (`finetasks_afr.scoring`).
 
-    A document's token sequence is the concatenation of `paragraph_token_ids`. Paragraph i is scored on the window
-    that ends with its last token and holds at most `max_length` tokens: the whole preceding document when it fits,
-    else cut from the LEFT. The paragraphs inside the first window share one forward pass (causal attention makes it
-    identical to one pass per paragraph); the windows of later ones all hold `max_length` tokens and are batched
-    without padding. A paragraph of `max_length` tokens or more is not scored (None)."""
+    A document's token sequence is the concatenation of `paragraph_token_ids`; its first token (the BOS the
+    tokenizer adds, else the core's prefix token) conditions the rest. The document is scored once under the
+    core's windowing rule (the whole document when it fits in `max_length` inputs, else sliding windows advancing
+    by half a window, each token scored once with at least half a window of context), and a paragraph's perplexity
+    is exp of the mean negative log-probability of its own tokens. So the teacher's numbers are those the
+    perplexity tasks and `recommend` would give for the same tokens."""
 
     def __init__(self, model: str, *, max_length: int | None = None, device: str = "cpu", batch_size: int = 8) -> None:
         import torch
@@ -183,34 +184,26 @@ class CausalLMTeacher:
         self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).to(device).eval()
         self.max_length = max_length or _model_max_length(self.model.config, self.tokenizer, model)
 
-    def _logprobs(self, rows: list[list[int]]) -> np.ndarray:
-        """log P(row[j] | row[:j]) for j = 1..len-1 of equal-length rows, one batch (float64, shape rows x len-1)."""
-        import torch
-
-        ids = torch.tensor(rows, device=self.device)
-        with torch.no_grad():
-            logits = self.model(input_ids=ids).logits.double()
-        logprobs = torch.log_softmax(logits[:, :-1], dim=-1)
-        return logprobs.gather(2, ids[:, 1:, None])[..., 0].cpu().numpy()
-
     def paragraph_perplexities(self, paragraphs: Sequence[str]) -> list[float | None]:
+        from finetasks_afr import scoring
+
         pieces = paragraph_token_ids(self.tokenizer, paragraphs)
-        ends = np.cumsum([len(piece) for piece in pieces]).tolist()
-        ids = [token for piece in pieces for token in piece]
-        scored: dict[int, np.ndarray] = {}
-        fits = [i for i in range(1, len(pieces)) if ends[i] <= self.max_length]
-        if fits:  # every paragraph inside the first window: one pass
-            first = self._logprobs([ids[: ends[fits[-1]]]])[0]
-            scored |= {i: first[ends[i] - len(pieces[i]) - 1 : ends[i] - 1] for i in fits}
-        # later ones: the max_length tokens ending with the paragraph, all of one length, batched
-        later = [i for i in range(1, len(pieces)) if ends[i] > self.max_length and len(pieces[i]) < self.max_length]
-        for start in range(0, len(later), self.batch_size):
-            batch = later[start : start + self.batch_size]
-            rows = self._logprobs([ids[ends[i] - self.max_length : ends[i]] for i in batch])
-            scored |= {i: row[len(row) - len(pieces[i]) :] for i, row in zip(batch, rows, strict=True)}
-        return [None] + [
-            math.exp(-float(np.sum(scored[i])) / len(pieces[i])) if i in scored else None for i in range(1, len(pieces))
-        ]
+        tokens = [token for piece in pieces for token in piece]
+        if tokens and tokens[0] == self.tokenizer.bos_token_id:
+            prefix, scored_tokens, offset = tokens[0], tokens[1:], 1
+        else:
+            prefix, scored_tokens, offset = scoring.prefix_token_id(self.tokenizer), tokens, 0
+        (result,) = scoring.score_token_texts(
+            self.model, [scored_tokens], prefix=prefix, max_length=self.max_length, batch_size=self.batch_size,
+            pad_id=scoring.pad_token_id(self.tokenizer), keep_tokens=True,
+        )  # fmt: skip
+        logprobs = np.asarray(result.token_logprobs, dtype=np.float64)
+        ends = np.cumsum([len(piece) for piece in pieces]) - offset
+        out: list[float | None] = [None]
+        for i in range(1, len(pieces)):
+            span = logprobs[ends[i] - len(pieces[i]) : ends[i]]
+            out.append(math.exp(-float(span.sum()) / len(span)) if len(span) else None)
+        return out
 
 
 def _model_max_length(config: Any, tokenizer: Any, name: str) -> int:

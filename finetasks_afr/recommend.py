@@ -18,8 +18,9 @@ the one to pick. Two model families, two measures, never mixed:
   ``NLL / ln 2 / UTF-8 bytes`` over every text token, each predicted from a BOS (else EOS) prefix and its left
   context; no EOS is appended. Perplexity depends on the tokenizer (fewer, longer tokens mean higher
   perplexity for the same text), bits per byte does not, so causal models are **ranked by bits per byte** by
-  default. Texts longer than the model's positions are scored with a sliding window (stride = half the
-  window): every token is scored exactly once, with at least half a window of context.
+  default. Causal LMs are scored by the one scoring core (`finetasks_afr.scoring`), with its windowing rule for
+  texts longer than the model's positions (sliding windows advancing by half a window: every token is scored
+  exactly once, with at least half a window of context), as the perplexity tasks are.
 
 **KPPPL depends on the tokenizer too**: a tokenizer that cuts a text into smaller pieces makes each masked piece
 easier to guess. With two tiny masked LMs, one trained on Hausa and one on Yoruba (SIB-200 train), each with its
@@ -353,89 +354,38 @@ def score_masked(
     return SentenceScores(nll, scored, n_tokens, n_bytes, n_truncated=truncated_count)
 
 
-def causal_windows(n_ids: int, max_length: int, stride: int | None = None) -> list[tuple[int, int, int]]:
-    """`(begin, end, first)`: run ids[begin:end] and keep the predictions of positions first..end-1. Position 0
-    (the BOS prefix) is context only; every other position is kept exactly once. One window when the text fits,
-    else windows advancing by `stride` (default max_length // 2), so each kept token has at least
-    `max_length - stride` tokens of context."""
-    if max_length < 2:
-        raise RecommendError(f"max_length must be at least 2, got {max_length}")
-    if n_ids <= max_length:
-        return [(0, n_ids, 1)] if n_ids >= 2 else []
-    stride = stride or max_length // 2
-    if not 1 <= stride < max_length:
-        raise RecommendError(f"stride must lie in [1, {max_length - 1}], got {stride}")
-    windows, begin, first = [], 0, 1
-    while True:
-        end = min(begin + max_length, n_ids)
-        windows.append((begin, end, first))
-        if end == n_ids:
-            return windows
-        first, begin = end, begin + stride
-
-
-def _encode_causal(lm: LoadedModel, text: str) -> list[int]:
-    prefix = lm.tokenizer.bos_token_id if lm.tokenizer.bos_token_id is not None else lm.tokenizer.eos_token_id
-    if prefix is None:
-        raise RecommendError(
-            f"{lm.name}: the tokenizer has neither a BOS nor an EOS token to predict the first token from"
-        )
-    return [int(prefix), *lm.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]]
-
-
 def score_causal(
     lm: LoadedModel,
     texts: Sequence[str],
     *,
     batch_size: int = 16,
-    stride: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> SentenceScores:
-    """Summed NLL of every text token (sliding windows for long texts), batched across texts with right
-    padding (an attention mask hides the padding; causal attention never looks right)."""
-    import torch
+    """Summed NLL of every text token after the BOS (else EOS) prefix, by the one scoring core
+    (`finetasks_afr.scoring.score_texts`: its windowing rule for texts longer than `lm.max_length`), so a text gets
+    the same bits per byte here as in the `flores_ppl` / `belebele_ppl` tasks."""
+    from finetasks_afr import scoring
 
     n = len(texts)
-    nll = np.zeros((n, 1))
-    scored = np.zeros(n, dtype=np.int64)
+    try:
+        prefix = scoring.prefix_token_id(lm.tokenizer)
+    except scoring.ScoringError as error:
+        raise RecommendError(f"{lm.name}: {error}") from error
+    encoded = [scoring.encode_text(lm.tokenizer, text) for text in texts]
+    scored = scoring.score_token_texts(
+        lm.model, encoded, prefix=prefix, max_length=lm.max_length, batch_size=batch_size,
+        pad_id=scoring.pad_token_id(lm.tokenizer),
+    )  # fmt: skip
+    if progress:
+        progress(n)
+    nll = np.asarray([[-result.logprob] for result in scored], dtype=np.float64).reshape(n, 1)
+    counts = np.asarray([len(tokens) for tokens in encoded], dtype=np.int64)
     n_bytes = np.asarray([len(text.encode("utf-8")) for text in texts], dtype=np.int64)
-    items: list[tuple[int, list[int], int]] = []  # (sentence, window ids, first kept index within the window)
-    windowed = 0
-    for index, text in enumerate(texts):
-        ids = _encode_causal(lm, text)
-        windows = causal_windows(len(ids), lm.max_length, stride)
-        windowed += len(windows) > 1
-        items.extend((index, ids[begin:end], first - begin) for begin, end, first in windows)
-    items.sort(key=lambda item: -len(item[1]))
-    pad = lm.tokenizer.pad_token_id if lm.tokenizer.pad_token_id is not None else 0
-    vocab = int(lm.model.config.vocab_size)
-    done: set[int] = set()
-    start = 0
-    with torch.inference_mode():
-        while start < len(items):
-            rows = _rows_per_pass(len(items[start][1]), vocab, batch_size)
-            batch_items = items[start : start + rows]
-            start += rows
-            width = len(batch_items[0][1])
-            input_ids = torch.full((len(batch_items), width), pad, dtype=torch.long)
-            attention = torch.zeros_like(input_ids)
-            for row, (_, ids, _) in enumerate(batch_items):
-                input_ids[row, : len(ids)] = torch.tensor(ids)
-                attention[row, : len(ids)] = 1
-            logits = lm.model(input_ids=input_ids.to(lm.device), attention_mask=attention.to(lm.device)).logits
-            log_probs = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-            targets = log_probs.gather(-1, input_ids[:, 1:].to(lm.device).unsqueeze(-1)).squeeze(-1).double().cpu()
-            for row, (index, ids, first) in enumerate(batch_items):
-                nll[index, 0] -= float(targets[row, first - 1 : len(ids) - 1].sum())
-                scored[index] += len(ids) - first
-                if progress and index not in done:
-                    done.add(index)
-                    progress(len(done))
+    windowed = sum(len(tokens) > lm.max_length for tokens in encoded)
     if windowed:
-        LOG.info(
-            "%s: %d of %d texts longer than %d tokens scored with a sliding window", lm.name, windowed, n, lm.max_length
-        )
-    return SentenceScores(nll, scored, scored.copy(), n_bytes, n_windowed=windowed)
+        LOG.info("%s: %d of %d texts longer than %d tokens scored in sliding windows", lm.name, windowed, n,
+                 lm.max_length)  # fmt: skip
+    return SentenceScores(nll, counts, counts.copy(), n_bytes, n_windowed=windowed)
 
 
 # ------------------------------------------------------------------------------------ corpus scores, CI
@@ -555,7 +505,6 @@ class Settings:
     device: str = "cpu"
     batch_size: int = 64
     max_length: int | None = None
-    stride: int | None = None
     batched: bool = True
     local_files_only: bool | None = None
 
@@ -632,7 +581,7 @@ def score_model(lm: LoadedModel, texts: Sequence[str], settings: Settings, progr
             max_batch_rows=settings.batch_size,
             progress=progress,
         )
-    return score_causal(lm, texts, batch_size=settings.batch_size, stride=settings.stride, progress=progress)
+    return score_causal(lm, texts, batch_size=settings.batch_size, progress=progress)
 
 
 def _family_results(

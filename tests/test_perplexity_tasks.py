@@ -35,8 +35,8 @@ from local_dataset import write_local_dataset  # noqa: E402
 from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.benchmarks import perplexity  # noqa: E402
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, clean  # noqa: E402
-from finetasks_afr.compat import prefix_token_id, rolling_windows  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in  # noqa: E402
+from finetasks_afr.scoring import prefix_token_id, rolling_windows, text_rows, window_stride  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 TOL = 1e-5
@@ -49,28 +49,35 @@ BELEBELE_FILES = ("", "_af", "_am", "_bm", "_ig", "_nso", "_sn", "_st", "_tn", "
 
 
 def test_rolling_windows_hand_computed():
-    assert rolling_windows([10, 11, 12, 13, 14], prefix=1, max_length=2) == [
-        ([1, 10], [10, 11]),
-        ([11, 12], [12, 13]),
-        ([13], [14]),
+    # (begin, end, first) over [prefix, *tokens]: feed sequence[begin:end], score tokens[first:end]
+    assert rolling_windows(5, max_length=2) == [(0, 2, 0), (1, 3, 2), (2, 4, 3), (3, 5, 4)]  # stride 1
+    assert rolling_windows(10, max_length=4) == [(0, 4, 0), (2, 6, 4), (4, 8, 6), (6, 10, 8)]  # stride 2
+    assert rolling_windows(9, max_length=4) == [(0, 4, 0), (2, 6, 4), (4, 8, 6), (5, 9, 8)]  # last: 1 new token
+    assert rolling_windows(3, max_length=8) == [(0, 3, 0)]
+    assert rolling_windows(2, max_length=1) == [(0, 1, 0), (1, 2, 1)]
+    assert rolling_windows(0, max_length=4) == []
+    assert text_rows([10, 11, 12, 13, 14], prefix=1, max_length=2) == [
+        ([1, 10, 11], 2),
+        ([10, 11, 12], 1),
+        ([11, 12, 13], 1),
+        ([12, 13, 14], 1),
     ]
-    assert rolling_windows([10, 11, 12], prefix=1, max_length=8) == [([1, 10, 11], [10, 11, 12])]
-    assert rolling_windows([10, 11], prefix=1, max_length=1) == [([1], [10]), ([10], [11])]
-    assert rolling_windows([], prefix=1, max_length=4) == []
     with pytest.raises(ValueError, match="max_length"):
-        rolling_windows([10], prefix=1, max_length=0)
+        rolling_windows(1, max_length=0)
 
 
-def test_rolling_windows_score_every_token_once_after_its_predecessor():
+def test_rolling_windows_score_every_token_once_with_the_stated_context():
     for n in range(0, 23):
         tokens = list(range(100, 100 + n))
         for max_length in (1, 2, 3, 7, 22, 50):
-            windows = rolling_windows(tokens, prefix=1, max_length=max_length)
-            assert [t for _, targets in windows for t in targets] == tokens
-            for inputs, targets in windows:
-                assert 1 <= len(inputs) == len(targets) <= max_length
-                # input j is the token right before target j in [prefix] + tokens
-                assert [([1, *tokens])[tokens.index(t)] for t in targets] == inputs
+            rows = text_rows(tokens, prefix=1, max_length=max_length)
+            assert [t for row, k in rows for t in row[len(row) - k :]] == tokens  # each token once, in order
+            for row, k in rows:
+                assert 1 <= k <= len(row) - 1 <= max_length  # at most max_length inputs
+                assert row == ([1, *tokens])[([1, *tokens]).index(row[0]) :][: len(row)]  # a contiguous slice
+            # every token after the first window sees at least max_length - stride tokens before it
+            for row, k in rows[1:]:
+                assert len(row) - 1 - k + 1 >= max_length - window_stride(max_length)
 
 
 def test_prefix_token_is_bos_else_eos_else_an_error():
@@ -343,13 +350,20 @@ class Reference:
         return self.torch.log_softmax(logits, dim=-1)
 
     def logprob(self, text: str, max_length: int = MAX_LENGTH) -> float:
-        """Token p (p >= 1) of [BOS] + text is predicted in the window of positions max_length*k ..."""
+        """The windowing rule stated per token, one forward pass per token: token i of the text (i >= 0) is
+        predicted from [BOS] + text[:i] when i < max_length; else it is scored in sliding window
+        k = (i - max_length) // stride + 1, whose inputs are the max_length tokens ending at that window's end."""
         ids = self.ids(text)
+        n, stride = len(ids) - 1, max(1, max_length // 2)
         total = 0.0
-        for start in range(0, len(ids) - 1, max_length):
-            window = ids[start : start + max_length + 1]  # inputs window[:-1], targets window[1:]
-            logprobs = self.logprobs(window[:-1])
-            total += sum(float(logprobs[j, window[j + 1]]) for j in range(len(window) - 1))
+        for i in range(n):
+            if i < max_length:
+                begin = 0
+            else:
+                end = min(max_length + ((i - max_length) // stride + 1) * stride, n)
+                begin = end - max_length
+            context = ids[begin : i + 1]  # ids[i + 1] is text token i
+            total += float(self.logprobs(context)[-1, ids[i + 1]])
         return total
 
     def logprob_by_loss(self, text: str) -> float:
@@ -435,7 +449,9 @@ def test_fixed_rolling_equals_the_hand_computed_perplexities(fixed_run, referenc
     tokens = [len(reference.ids(text)) - 1 for text in PROBE_TEXTS]
     assert stats == {
         "rolling_docs": len(PROBE_TEXTS),
-        "rolling_windows": sum(math.ceil(n / MAX_LENGTH) for n in tokens),
+        "rolling_windows": sum(
+            1 + max(0, math.ceil((n - MAX_LENGTH) / max(1, MAX_LENGTH // 2))) for n in tokens if n > 0
+        ),
         "rolling_tokens": sum(tokens),
     }
 

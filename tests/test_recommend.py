@@ -94,15 +94,6 @@ def test_causal_perplexity_and_bits_per_byte_by_hand(causal_dir: Path) -> None:
     assert rec.corpus_score(scores, rec.BITS_PER_BYTE) == pytest.approx(total_nll / math.log(2) / total_bytes, rel=1e-5)
 
 
-def test_causal_windows() -> None:
-    # n = 10 ids, window 4, stride 2: kept positions 1-3, 4-5, 6-7, 8-9 (each once)
-    assert rec.causal_windows(10, 4, 2) == [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
-    assert rec.causal_windows(4, 4) == [(0, 4, 1)]
-    assert rec.causal_windows(1, 4) == []
-    with pytest.raises(rec.RecommendError, match="stride"):
-        rec.causal_windows(10, 4, 4)
-
-
 def test_causal_sliding_window_token_by_token(causal_dir: Path) -> None:
     lm = rec.load_model(str(causal_dir), max_length=8)
     text = " ".join(CORPUS[:2])
@@ -111,12 +102,14 @@ def test_causal_sliding_window_token_by_token(causal_dir: Path) -> None:
     scores = rec.score_causal(lm, [text], batch_size=3)
     assert scores.n_windowed == 1 and scores.scored[0] == len(ids) - 1
 
-    # independently: token t is kept by the first window (begins 0, 4, 8, ...; length 8) that ends after it
+    # independently, the rule per token: text token i (= ids[i + 1]) sees [BOS] + text[:i] while i < 8; later
+    # ones are scored in sliding windows of 8 inputs advancing by 4, ending at 8 + 4k (or the text's end)
     expected = 0.0
-    for t in range(1, len(ids)):
-        begin = 0 if t < 8 else 4 * ((t - 8) // 4 + 1)
-        assert begin < t < begin + 8
-        expected -= float(_manual_target_logprobs(lm.model, ids[begin : t + 1])[-1])
+    n = len(ids) - 1
+    for i in range(n):
+        begin = 0 if i < 8 else min(8 + 4 * ((i - 8) // 4 + 1), n) - 8
+        assert begin <= i < begin + 8
+        expected -= float(_manual_target_logprobs(lm.model, ids[begin : i + 2])[-1])
     assert scores.nll[0, 0] == pytest.approx(expected, rel=1e-5)
 
 
