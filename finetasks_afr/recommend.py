@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from finetasks_afr.sources import LazyMapping
+from finetasks_afr.text import clean
 
 LOG = logging.getLogger(__name__)
 
@@ -636,7 +637,7 @@ def recommend(
     settings.validate()
     if not models:
         raise RecommendError("no model given; pass --model NAME_OR_PATH (repeatable)")
-    texts = [text for text in texts if text.strip()]
+    texts = [cleaned for cleaned in (clean(text) for text in texts) if cleaned]  # as the perplexity tasks clean them
     if not texts:
         raise RecommendError("no text to score: every input was empty")
     labels = [spec.label for spec in models]

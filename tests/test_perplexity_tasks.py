@@ -664,3 +664,52 @@ def test_end_to_end_perplexity_results_collect_into_the_score_table(
         assert row["random_baseline"] is None
         assert row["score"] == pytest.approx(expected[row["metric"]], rel=TOL), row["metric"]
     assert Counter(table.get_column("metric")) == Counter(perplexity.METRIC_NAMES)
+
+
+@pytest.mark.slow
+def test_rolling_keeps_lighteval_s_prediction_cache(_leave_compat_as_found, tiny_model, probe_module, tmp_path):
+    """Fix 3 sits inside lighteval's `@cached(PERPLEXITY)` wrapper: the run stores PERPLEXITY.parquet, and the
+    same documents asked again are served from it (no document scored again), with the same log-probabilities."""
+    from lighteval.tasks.requests import SamplingMethod
+    from lighteval.utils.cache_management import SampleCache
+
+    compat.restore()
+    compat.apply()
+    try:
+        compat.reset_stats()
+        pipeline = run_pipeline(tiny_model, probe_module, f"{PROBE_TASK}|0", tmp_path)
+        assert compat.STATS.rolling_docs == len(PROBE_TEXTS)
+        assert list((tmp_path / "cache").rglob("PERPLEXITY.parquet"))
+        details = pipeline.get_details()[f"{PROBE_TASK}|0"]
+        docs = pipeline.sampling_docs[SamplingMethod.PERPLEXITY]
+        compat.reset_stats()
+        again = pipeline.model.loglikelihood_rolling(docs)
+        assert compat.STATS.rolling_docs == 0  # every document came from the cache
+        by_query = {detail.doc.query: detail.model_response.logprobs for detail in details}
+        assert [response.logprobs for response in again] == [by_query[doc.query] for doc in docs]
+    finally:
+        compat.restore()
+    # stock lighteval 0.13 classifies a cached perplexity response as LOGPROBS, so its @cached wrapper drops it
+    stock = SampleCache.get_sampling_method
+    assert stock(None, {"logprobs": [-1.0], "text": []}) == SamplingMethod.LOGPROBS
+
+
+@pytest.mark.slow
+def test_the_same_text_gets_the_same_bits_per_byte_everywhere(fixed_run, tiny_model):
+    """flores_ppl-style task (lighteval pipeline), `recommend`'s causal scorer and the scoring core agree per text,
+    long texts (several windows) included: one core, one windowing rule."""
+    from finetasks_afr import recommend, scoring
+
+    _, pipeline, _ = fixed_run
+    details = {detail.doc.query: detail.model_response for detail in pipeline.get_details()[f"{PROBE_TASK}|0"]}
+    lm = recommend.load_model(str(tiny_model), max_length=MAX_LENGTH)
+    scores = recommend.score_causal(lm, PROBE_TEXTS, batch_size=3)
+    core = scoring.score_texts(lm.model, lm.tokenizer, PROBE_TEXTS, max_length=MAX_LENGTH, batch_size=5)
+    assert max(n for _, n in core) > 2 * MAX_LENGTH  # windows are exercised
+    for index, text in enumerate(PROBE_TEXTS):
+        n_bytes = len(text.encode("utf-8"))
+        task_bpb = scoring.bits_per_byte(details[text].logprobs[0], n_bytes)
+        recommend_bpb = float(scores.nll[index, 0]) / math.log(2) / n_bytes
+        core_bpb = scoring.bits_per_byte(core[index][0].logprob, n_bytes)
+        assert recommend_bpb == pytest.approx(task_bpb, rel=1e-5)
+        assert core_bpb == pytest.approx(task_bpb, rel=1e-5)

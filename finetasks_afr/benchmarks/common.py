@@ -13,8 +13,6 @@ decomposed accents, which a model sees as tokens but a reader of the prompt does
 from __future__ import annotations
 
 import logging
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +39,7 @@ from analysis.table import TaskInfo
 from finetasks_afr.languages import AfricanLanguage
 from finetasks_afr.literals import native_prompt_available, prompt_language
 from finetasks_afr.sources import hf_location
+from finetasks_afr.text import INVISIBLE, clean  # noqa: F401 (re-exported: the benchmarks import it from here)
 
 logger = logging.getLogger(__name__)
 
@@ -76,21 +75,6 @@ def words_language(language: AfricanLanguage, prompt: str) -> Language:
 def content_language(language: AfricanLanguage) -> Language:
     """The Language of the text, for generative-metric normalisers (English whitespace rules as fallback)."""
     return language.lighteval or Language.ENGLISH
-
-
-_SPACES = re.compile(r"\s+")
-# zero-width space/joiners, word joiner, BOM, soft hyphen, Mongolian vowel separator; variation selectors
-INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad\u180e\ufe00-\ufe0f\U000e0100-\U000e01ef]")
-_LITERAL_BREAKS = re.compile(r"\\[nrt]")  # the two characters backslash + n (r, t): escaped line breaks
-
-
-def clean(text: Any) -> str:
-    """NFC, no invisible characters, escaped line breaks as spaces, one line, single spaces, trimmed."""
-    if text is None:
-        raise ValueError("missing field")
-    value = unicodedata.normalize("NFC", str(text))
-    value = _LITERAL_BREAKS.sub(" ", INVISIBLE.sub("", value))
-    return _SPACES.sub(" ", value).strip()
 
 
 def skipping(name: str, adapter: Callable[[dict], Any]) -> Callable[[dict], Any]:
