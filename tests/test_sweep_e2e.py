@@ -150,6 +150,17 @@ def test_two_local_workers_give_the_same_table(world, reference_sweep, tmp_path)
     assert sorted_table(tmp_path / "w2").equals(reference_sweep[1])
 
 
+def test_lighteval_engine_gives_the_same_table(world, reference_sweep, tmp_path):
+    """The reference sweep ran the finetasks engine (one Pipeline reused over the 6 checkpoints, shared prefixes);
+    lighteval's own path with a fresh Pipeline per checkpoint gives the same table."""
+    checkpoints = discover([str(world["runs"])]).checkpoints
+    result = run_sweep(spec_for(tmp_path / "stock", engine="lighteval"), checkpoints, progress=False)
+    assert result.counts["evaluated"] == 6
+    manifests = [json.loads(path.read_text()) for path in (tmp_path / "stock").rglob("part.json")]
+    assert manifests and {manifest.get("engine") for manifest in manifests} == {"lighteval"}
+    assert sorted_table(tmp_path / "stock").equals(reference_sweep[1])
+
+
 def test_submitit_local_executor_gives_the_same_table(world, reference_sweep, tmp_path):
     from finetasks_afr.sweep.run import SlurmOptions
 
