@@ -656,7 +656,7 @@ def bootstrap_draws(population: list, seed: int, number_draws: int) -> list[list
         return [[] for _ in range(number_draws)]
     _, internal, _ = rnd.getstate()
     state = np.random.RandomState()
-    state.set_state(("MT19937", np.asarray(internal[:-1], dtype=np.uint32), internal[-1]))
+    state.set_state(("MT19937", np.asarray(internal[:-1], dtype=np.uint32), int(internal[-1]), 0, 0.0))
     indices = np.floor(state.random_sample((number_draws, n)) * n).astype(np.int64)
     return [[population[i] for i in row] for row in indices.tolist()]
 

@@ -105,7 +105,9 @@ class SharedPrefixModel(TransformersModel):
         self.tokenisation_misses = 0
 
     # ------------------------------------------------------------------------------------------ tokens
-    def tok_encode_pair(self, context, continuations: list[str], pairwise: bool = False):
+    def tok_encode_pair(
+        self, context: str, continuations: list[str], pairwise: bool = False
+    ) -> tuple[list[list[int]], list[list[int]]]:
         contexts, encoded = self._encoded_pair(context, continuations, pairwise)
         return [list(c) for c in contexts], [list(c) for c in encoded]
 

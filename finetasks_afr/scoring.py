@@ -269,7 +269,9 @@ def _batches(groups: list[_Group], batch_size: int) -> Iterator[list[_Group]]:
     batch: list[_Group] = []
     rows = 0
     for whole in groups:
-        pieces, piece, piece_rows = [], [], 0
+        pieces: list[list[tuple[Any, tuple[int, ...]]]] = []
+        piece: list[tuple[Any, tuple[int, ...]]] = []
+        piece_rows = 0
         for member in whole.members:
             if len(member[1]) > 1 and piece_rows == batch_size:
                 pieces.append(piece)
