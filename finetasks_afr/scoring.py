@@ -31,10 +31,11 @@ of a pipeline run), and batched by `batch_size` rows. `STATS` counts the tokens 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 Row = tuple[Sequence[int], int]  # (tokens, number of trailing tokens to score)
@@ -282,7 +283,8 @@ def _batches(groups: list[_Group], batch_size: int) -> Iterator[list[_Group]]:
         for members in pieces:
             group = _Group(whole.context, members)
             needing = sum(len(cont) > 1 for _, cont in members)
-            if batch and (len(batch) == batch_size or rows + needing > batch_size):
+            too_short = batch and 2 * len(group.context) < len(batch[0].context)  # at most 2x padding
+            if batch and (len(batch) == batch_size or rows + needing > batch_size or too_short):
                 yield batch
                 batch, rows = [], 0
             batch.append(group)
@@ -395,44 +397,83 @@ def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterato
         first_greedy = context_logprobs.argmax(dim=-1)[owner] == first
         rest_logprob = torch.zeros_like(first_logprob)
         rest_greedy = torch.ones_like(first_greedy)
-        # The rest of each longer continuation runs on a copy of its context's keys/values.
-        longer = [k for k, (_, _, cont) in enumerate(members) if len(cont) > 1]
-        if longer:
-            cache = output.past_key_values
-            owners = owner[longer].to(device)
-            cache.batch_select_indices(owners)  # in place: this batch's cache is not needed afterwards
-            rest_width = max(len(members[k][2]) - 1 for k in longer)
-            rest_ids = torch.full((len(longer), rest_width), pad_id, dtype=torch.long)
-            targets = torch.zeros((len(longer), rest_width), dtype=torch.long)
-            rest_mask = torch.zeros_like(rest_ids)
-            for j, k in enumerate(longer):
-                cont = members[k][2]
-                rest_ids[j, : len(cont) - 1] = torch.as_tensor(cont[:-1], dtype=torch.long)
-                targets[j, : len(cont) - 1] = torch.as_tensor(cont[1:], dtype=torch.long)
-                rest_mask[j, : len(cont) - 1] = 1
-            owner_lengths = torch.as_tensor([lengths[members[k][0]] for k in longer], dtype=torch.long)
-            positions = owner_lengths.unsqueeze(1) + torch.arange(rest_width).unsqueeze(0)
-            attention = torch.cat([mask[owners.cpu()], rest_mask], dim=1)
-            STATS.tokens_fed += int(rest_mask.sum())
-            STATS.padded_tokens_fed += rest_ids.numel()
-            logits = _logits(
-                model, None, input_ids=rest_ids.to(device), attention_mask=attention.to(device),
-                position_ids=positions.to(device), past_key_values=cache, use_cache=True,
-            ).logits  # fmt: skip
-            valid = rest_mask.to(logits.device).bool()
-            flat = torch.log_softmax(logits[valid].float(), dim=-1)  # only real positions: no pads through softmax
-            flat_targets = targets.to(logits.device)[valid]
-            picked = flat.gather(-1, flat_targets.unsqueeze(-1)).squeeze(-1)
-            missed = (flat.argmax(dim=-1) != flat_targets).to(torch.long)
-            row_of = torch.arange(len(longer), device=logits.device).unsqueeze(1).expand_as(valid)[valid]
-            index = torch.as_tensor(longer, dtype=torch.long, device=logits.device)
-            rest_logprob[index] = torch.zeros(len(longer), device=logits.device).index_add_(0, row_of, picked)
-            misses = torch.zeros(len(longer), dtype=torch.long, device=logits.device).index_add_(0, row_of, missed)
-            rest_greedy[index] = misses == 0
+        # The rest of each longer continuation runs on a copy of its context's keys/values, in passes of rows of
+        # similar length (at most 2x padding per pass).
+        longer = sorted(
+            (k for k, (_, _, cont) in enumerate(members) if len(cont) > 1), key=lambda k: -len(members[k][2])
+        )
+        for piece in _similar_lengths(longer, lambda k: len(members[k][2]) - 1):
+            logprob, greedy_rest = _score_rest(model, output.past_key_values, piece, members, mask, lengths, pad_id)
+            index = torch.as_tensor(piece, dtype=torch.long, device=rest_logprob.device)
+            rest_logprob[index] = logprob.to(rest_logprob.device)
+            rest_greedy[index] = greedy_rest.to(rest_greedy.device)
         totals = (first_logprob + rest_logprob).tolist()
         greedy = (first_greedy & rest_greedy).tolist()
     for (_, index, _), total, is_greedy in zip(members, totals, greedy, strict=True):
         yield index, Scored(float(total), bool(is_greedy))
+
+
+def _similar_lengths(items: list[Any], length: Callable[[Any], int]) -> Iterator[list[Any]]:
+    """Consecutive pieces of `items` (sorted longest first) in which no item is shorter than half the first."""
+    piece: list[Any] = []
+    for item in items:
+        if piece and 2 * length(item) < length(piece[0]):
+            yield piece
+            piece = []
+        piece.append(item)
+    if piece:
+        yield piece
+
+
+def _selected_cache(cache: Any, indices: Any) -> Any:
+    """A cache holding rows `indices` of `cache`, leaving `cache` intact (its layers' `batch_select_indices`
+    reassigns new tensors, so a shallow copy of the cache and of each layer is enough)."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        selected = copy.deepcopy(cache)
+    else:
+        selected = copy.copy(cache)
+        selected.layers = [copy.copy(layer) for layer in layers]
+    selected.batch_select_indices(indices)
+    return selected
+
+
+def _score_rest(
+    model: Any, cache: Any, piece: list[int], members: list[tuple[int, Any, tuple[int, ...]]], mask: Any,
+    lengths: list[int], pad_id: int,
+) -> tuple[Any, Any]:  # fmt: skip
+    """Sum of log P(token j | context + continuation[:j]) for j >= 1, and whether all were greedy, for the
+    continuations `members[k]` (k in `piece`), run on their contexts' cached keys/values."""
+    import torch
+
+    device = _device(model)
+    owners = torch.as_tensor([members[k][0] for k in piece], dtype=torch.long)
+    width = max(len(members[k][2]) - 1 for k in piece)
+    ids = torch.full((len(piece), width), pad_id, dtype=torch.long)
+    targets = torch.zeros((len(piece), width), dtype=torch.long)
+    rest_mask = torch.zeros_like(ids)
+    for j, k in enumerate(piece):
+        cont = members[k][2]
+        ids[j, : len(cont) - 1] = torch.as_tensor(cont[:-1], dtype=torch.long)
+        targets[j, : len(cont) - 1] = torch.as_tensor(cont[1:], dtype=torch.long)
+        rest_mask[j, : len(cont) - 1] = 1
+    positions = torch.as_tensor([lengths[members[k][0]] for k in piece]).unsqueeze(1) + torch.arange(width)
+    attention = torch.cat([mask[owners], rest_mask], dim=1)
+    STATS.tokens_fed += int(rest_mask.sum())
+    STATS.padded_tokens_fed += ids.numel()
+    logits = _logits(
+        model, None, input_ids=ids.to(device), attention_mask=attention.to(device), position_ids=positions.to(device),
+        past_key_values=_selected_cache(cache, owners.to(device)), use_cache=True,
+    ).logits  # fmt: skip
+    valid = rest_mask.to(logits.device).bool()
+    flat = torch.log_softmax(logits[valid].float(), dim=-1)  # only real positions: no pads through softmax
+    flat_targets = targets.to(logits.device)[valid]
+    picked = flat.gather(-1, flat_targets.unsqueeze(-1)).squeeze(-1)
+    missed = (flat.argmax(dim=-1) != flat_targets).to(torch.long)
+    row_of = torch.arange(len(piece), device=logits.device).unsqueeze(1).expand_as(valid)[valid]
+    logprob = torch.zeros(len(piece), device=logits.device).index_add_(0, row_of, picked)
+    misses = torch.zeros(len(piece), dtype=torch.long, device=logits.device).index_add_(0, row_of, missed)
+    return logprob, misses == 0
 
 
 def bits_per_byte(logprob_nats: float, n_bytes: int) -> float:
