@@ -1,32 +1,73 @@
-"""The whole multiple-choice suite on one checkpoint: model requests with and without the PMI dedup, and
-lighteval's evaluation time against bare forward passes on the same sequences.
+"""The whole log-likelihood suite on one checkpoint, evaluated by lighteval's path and by ours, against bare
+forward passes over the token sequences the suite actually needs. Writes `out/bench/suite.json`.
 
-Run: `python bench/bench_suite.py [--max-samples 4] [--raw ../shared/data]` (offline; a few minutes on 2 cores).
+Run: `python bench/bench_suite.py [--max-samples 4] [--raw ../shared/data] [--out out/bench/suite.json]`
+(offline; `make bench-suite`; about 10 minutes on 2 cores).
 
-One tiny Llama (finetasks_afr.tiny) stands in for a checkpoint. The suite is every log-likelihood task of
-finetasks_afr.tasks whose data is in a mirror built from the raw files (`import_raw`); generative tasks are
-left out (they generate, PMI does not apply). Each variant is one `Pipeline.evaluate()` at --max-samples with a
-fresh prediction cache. "bare forward" = batched forward + log-softmax + gather over exactly the (context,
-continuation) pairs lighteval scored (contexts rendered by lighteval's own prompt manager), without lighteval:
-evaluate / bare is lighteval's overhead factor (1.0 = none).
+Set-up. A mirror is built from the raw files (`finetasks_afr.mirror.import_raw`); the suite is every task of
+`finetasks_afr.tasks` whose formulation is not GEN and whose config the mirror holds (CF, MCF, HYBRID and the
+perplexity tasks: all log-likelihood), 0-shot, at `--max-samples` documents per task. The checkpoint is a
+randomly initialised Llama (`finetasks_afr.tiny.make_tiny_causal_lm`, `train_steps=0`): hidden 256, 4 heads (head
+size 64), 4 layers, intermediate 1024, a byte-level BPE vocabulary of 4096 trained on text of the mirror itself
+(every language), untied embeddings, float32: 6.3 million parameters, 2.1 million of them the embeddings and the
+LM head. Evaluated with max_length 512 and batch_size 64 on the CPU, with as many torch threads as the machine has.
+The machine may be shared: each run records the 1-minute load average before and after it.
+
+Three subprocesses, one after the other (each reports its own peak resident memory, `ru_maxrss`):
+- `finetasks`: `finetasks_afr.engine.SharedPrefixModel` (each distinct context once, every choice on its
+  keys/values); one `Pipeline.evaluate()`, prediction cache off (`model._cache = None`).
+- `bare`: the floor. Plain batched `model(input_ids, attention_mask, logits_to_keep=...)` calls (no lighteval, no
+  scoring core), then `log_softmax` + gather at the positions that predict a scored token, and nothing else, over
+  exactly "the unique token sequences actually needed", recorded from what the finetasks run asked the scoring
+  core for (`scoring.score_choices` / `scoring.score_rows`):
+    * every distinct context token sequence once (its last position predicts every choice's first token);
+    * for every distinct (context, continuation) pair with a continuation of two tokens or more, the
+      continuation without its last token (its positions predict the continuation's remaining tokens);
+    * every row the core scores whole, once: lighteval's truncated rows (context + continuation longer than
+      max_length, or no context) and the perplexity tasks' rolling windows, without their last token.
+  That is what prefix sharing feeds, minus anything fed twice, so its real tokens are at most our
+  `tokens_forwarded`. The continuation pieces are run as sequences of their own (a plain call has no keys/values
+  to attend to), which makes them slightly cheaper than in the real computation: the baseline is a lower bound.
+  Batches of batch_size rows, right-padded with a mask, longest sequences first: all sequences sorted together,
+  or each kind (contexts / continuation pieces / whole rows) sorted and batched on its own, whichever pads
+  fewer tokens. After a warm-up of two batches, the best of `--bare-repeats` passes is taken.
+- `lighteval`: lighteval's own `TransformersModel` (with the project's run-time fixes of `finetasks_afr.compat`,
+  applied when the task module loads; their rolling branch uses the same scoring core as ours, so the perplexity
+  tasks cost the same on both paths); one `Pipeline.evaluate()`, prediction cache off.
+
+suite.json: `suite_ratio_vs_bare_forward` = our `Pipeline.evaluate()` wall seconds / bare seconds (goal <= 1.5);
+`lighteval_ratio_vs_bare_forward` the same for lighteval's path; `speedup_vs_lighteval` = lighteval's evaluate
+seconds / ours; `tokens_forwarded` = our real (unpadded) input tokens (`scoring.STATS.tokens_fed`);
+`tokens_forwarded_lighteval` = lighteval's real input tokens (the sum over the rows it builds of
+len(context + continuation) cut to max_length, read off `prepare_batch_logprob`'s `input_lengths`, plus the
+rolling windows its patched rolling branch feeds through the scoring core); per run also the padded tokens, the
+seconds spent inside the model's forward passes, Pipeline construction and model load, and the peak memory. The
+metrics of both runs must be identical (1e-6 relative for perplexity and bits-per-byte metrics and their
+stderr; every worker runs with PYTHONHASHSEED=0, so lighteval sums its "all" averages in the same task order);
+`results_identical` says so and the differences are listed; the script exits 1 when they differ.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from unittest import mock
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+PROJECT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(PROJECT))
+TASKS_MODULE = str(PROJECT / "finetasks_afr" / "tasks.py")
 
-from bench.forward import bare_forward_seconds  # noqa: E402
-from finetasks_afr.lighteval_runtime import clear_prediction_cache, custom_tasks_only  # noqa: E402
+MODEL_SHAPE = {"hidden_size": 256, "heads": 4, "layers": 4, "vocab_size": 4096}  # intermediate = 4 x hidden
+NEEDED_KINDS = ("context", "continuation", "row")
+FUZZY_METRICS = ("perplexity", "bits_per_byte")  # compared to 1e-6 relative (float sums over many tokens)
 
 
 def suite_tasks(mirror: Path) -> list[str]:
@@ -45,88 +86,368 @@ def suite_tasks(mirror: Path) -> list[str]:
     ]
 
 
-def run(model_dir: Path, names: list[str], out: Path, max_samples: int, batch_size: int, max_length: int):
-    """One Pipeline.evaluate(); returns (wall seconds, seconds in _loglikelihood_tokens, scored pairs)."""
+def mirror_corpus(mirror: Path, rows_per_file: int = 40, min_chars: int = 20) -> list[str]:
+    """The string fields (at least `min_chars` long) of the first rows of every file of the mirror."""
+    corpus = []
+    for path in sorted(mirror.rglob("*.jsonl")):
+        with path.open(encoding="utf-8") as handle:
+            for _, line in zip(range(rows_per_file), handle, strict=False):
+                values = json.loads(line).values()
+                corpus += [value for value in values if isinstance(value, str) and len(value) >= min_chars]
+    return corpus
+
+
+def peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+# ------------------------------------------------------------------------------------------- workers
+
+
+def _evaluate(spec: dict, engine: str) -> dict:
+    """One Pipeline.evaluate() of the suite by `engine` in this process; the measurements as a dict."""
+    import torch
+
+    torch.set_num_threads(spec["threads"])
+    os.environ["FINETASKS_AFR_DATA_DIR"] = spec["mirror"]
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
-    clear_prediction_cache(model_dir)
-    pairs: list[tuple[str, str]] = []
-    inside = [0.0]
-    original = TransformersModel._loglikelihood_tokens
+    from finetasks_afr import scoring
+    from finetasks_afr.engine import SharedPrefixModel
+    from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in, quiet_progress_bars
+    from finetasks_afr.sweep.evaluate import ForwardTimer
 
-    def recorded(self, docs, *args, **kwargs):
-        for doc in docs:
-            context = self.prompt_manager.prepare_prompt(doc)
-            pairs.extend((context, choice) for choice in doc.choices)
-        start = time.perf_counter()
-        result = original(self, docs, *args, **kwargs)
-        inside[0] += time.perf_counter() - start
-        return result
+    work = Path(spec["work"]) / engine
+    config = TransformersModelConfig(
+        model_name=spec["model"], device="cpu", batch_size=spec["batch_size"], max_length=spec["max_length"],
+        dtype="float32",
+    )  # fmt: skip
+    started = time.perf_counter()
+    with prediction_cache_in(work / "cache"):
+        model = (SharedPrefixModel if engine == "finetasks" else TransformersModel)(config)
+    load_seconds = time.perf_counter() - started
 
-    with (
-        custom_tasks_only(),
-        mock.patch.object(TransformersModel, "_loglikelihood_tokens", recorded),
-    ):
-        pipeline = Pipeline(
-            tasks=",".join(f"{name}|0" for name in names),
-            pipeline_parameters=PipelineParameters(
-                launcher_type=ParallelismManager.ACCELERATE,
-                custom_tasks_directory=str(Path(__file__).resolve().parent.parent / "finetasks_afr" / "tasks.py"),
-                max_samples=max_samples,
-            ),
-            evaluation_tracker=EvaluationTracker(output_dir=str(out), save_details=False),
-            model_config=TransformersModelConfig(
-                model_name=str(model_dir), device="cpu", batch_size=batch_size, max_length=max_length
-            ),
-        )
-        start = time.perf_counter()
-        pipeline.evaluate()
-        wall = time.perf_counter() - start
-    return wall, inside[0], pairs
+    lighteval_tokens = {"real": 0, "padded": 0}
+    original_prepare = TransformersModel.prepare_batch_logprob
+
+    def counted_prepare(self, *args, **kwargs):
+        batch = original_prepare(self, *args, **kwargs)
+        lighteval_tokens["real"] += int(sum(batch.input_lengths))
+        lighteval_tokens["padded"] += int(batch.input_ids.numel())
+        return batch
+
+    choices_calls: list[tuple[list, int]] = []
+    rows_calls: list[list] = []
+    original_choices, original_rows = scoring.score_choices, scoring.score_rows
+
+    def recorded_choices(model, docs, **kwargs):
+        choices_calls.append((docs, kwargs["max_length"]))
+        return original_choices(model, docs, **kwargs)
+
+    def recorded_rows(model, rows, **kwargs):
+        rows_calls.append(rows)
+        return original_rows(model, rows, **kwargs)
+
+    TransformersModel.prepare_batch_logprob = counted_prepare
+    scoring.score_choices, scoring.score_rows = recorded_choices, recorded_rows
+    try:
+        with custom_tasks_only(), quiet_progress_bars():
+            started = time.perf_counter()
+            pipeline = Pipeline(
+                tasks=",".join(f"{name}|0" for name in spec["tasks"]),
+                pipeline_parameters=PipelineParameters(
+                    launcher_type=ParallelismManager.ACCELERATE,
+                    custom_tasks_directory=TASKS_MODULE,
+                    max_samples=spec["max_samples"],
+                ),
+                evaluation_tracker=EvaluationTracker(output_dir=str(work / "lighteval"), save_details=False),
+                model=model,
+            )
+            pipeline.model._cache = None
+            build_seconds = time.perf_counter() - started
+            timer = ForwardTimer(model.model)
+            scoring.reset_stats()
+            started = time.perf_counter()
+            pipeline.evaluate()
+            evaluate_seconds = time.perf_counter() - started
+            timer.remove()
+    finally:
+        TransformersModel.prepare_batch_logprob = original_prepare
+        scoring.score_choices, scoring.score_rows = original_choices, original_rows
+    stats = dict(vars(scoring.STATS))
+    results = pipeline.get_results()["results"]
+    out = {
+        "engine": engine,
+        "evaluate_seconds": evaluate_seconds,
+        "forward_seconds": timer.seconds,
+        "pipeline_build_seconds": build_seconds,
+        "model_load_seconds": load_seconds,
+        "peak_rss_mib": peak_rss_mib(),
+        "scoring_stats": stats,
+        "results": results,
+    }
+    if engine == "finetasks":
+        out["tokens_forwarded"] = stats["tokens_fed"]
+        out["padded_tokens_forwarded"] = stats["padded_tokens_fed"]
+        needed = needed_sequences(choices_calls, rows_calls)
+        Path(spec["needed"]).write_text(json.dumps(needed), encoding="utf-8")
+        out["needed_sequences"] = len(needed)
+    else:  # lighteval's multiple-choice rows + the rolling windows its patched rolling branch feeds
+        out["tokens_forwarded"] = lighteval_tokens["real"] + stats["tokens_fed"]
+        out["padded_tokens_forwarded"] = lighteval_tokens["padded"] + stats["padded_tokens_fed"]
+        out["rolling_tokens_forwarded"] = stats["tokens_fed"]
+    return out
+
+
+def needed_sequences(choices_calls: list[tuple[list, int]], rows_calls: list[list]) -> list[tuple[str, list, list]]:
+    """The unique token sequences the suite needs (module docstring), as (kind, input tokens, targets): the
+    targets are predicted by the last len(targets) input positions; kind is one of NEEDED_KINDS."""
+    needed: dict[tuple, tuple[str, list, list]] = {}
+    for docs, max_length in choices_calls:
+        for context, continuations in docs:
+            key = tuple(context)
+            for continuation in continuations:
+                if not key or len(key) + len(continuation) > max_length:
+                    continue  # scored whole by score_rows: recorded there
+                needed.setdefault(("context", key), ("context", list(key), [int(continuation[0])]))
+                if len(continuation) > 1:
+                    pair = ("continuation", key, tuple(continuation))
+                    needed.setdefault(pair, ("continuation", list(continuation[:-1]), list(continuation[1:])))
+    for rows in rows_calls:
+        for tokens, n in rows:
+            needed.setdefault(("row", tuple(tokens), n), ("row", list(tokens[:-1]), list(tokens[-n:])))
+    return list(needed.values())
+
+
+def _bare(spec: dict) -> dict:
+    """Plain batched forward passes over the needed sequences (module docstring)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    torch.set_num_threads(spec["threads"])
+    model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32).eval()
+    needed = json.loads(Path(spec["needed"]).read_text(encoding="utf-8"))
+    size = spec["batch_size"]
+    layouts = {"all kinds together": [needed], "each kind on its own": [[s for s in needed if s[0] == kind]
+                                                                       for kind in NEEDED_KINDS]}  # fmt: skip
+    groups = {name: [sorted(sequences, key=lambda s: -len(s[1])) for sequences in kinds]
+              for name, kinds in layouts.items()}  # fmt: skip
+    chunks = {name: [group[i : i + size] for group in kinds for i in range(0, len(group), size)]
+              for name, kinds in groups.items()}  # fmt: skip
+    padded = {name: sum(len(chunk) * len(chunk[0][1]) for chunk in batches) for name, batches in chunks.items()}
+    layout = min(padded, key=padded.get)
+    batches = []
+    for batch in chunks[layout]:
+        width, keep_width = len(batch[0][1]), max(len(targets) for _, _, targets in batch)
+        ids = torch.zeros((len(batch), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        keep = torch.zeros((len(batch), keep_width), dtype=torch.long)
+        targets = torch.zeros_like(keep)
+        valid = torch.zeros_like(keep, dtype=torch.bool)
+        for row, (_, tokens, wanted) in enumerate(batch):
+            ids[row, : len(tokens)] = torch.as_tensor(tokens)
+            mask[row, : len(tokens)] = 1
+            keep[row, : len(wanted)] = torch.arange(len(tokens) - len(wanted), len(tokens))
+            keep[row, len(wanted) :] = len(tokens) - 1
+            targets[row, : len(wanted)] = torch.as_tensor(wanted)
+            valid[row, : len(wanted)] = True
+        batches.append((ids, mask, keep, targets, valid))
+
+    def one_pass(selected) -> float:
+        total = 0.0
+        with torch.inference_mode():
+            for ids, mask, keep, targets, valid in selected:
+                logits = model(input_ids=ids, attention_mask=mask, logits_to_keep=keep).logits
+                logprobs = torch.log_softmax(logits[valid], dim=-1)
+                total += float(logprobs.gather(-1, targets[valid].unsqueeze(-1)).sum())
+        return total
+
+    one_pass(batches[:2])  # warm-up
+    timings = []
+    for _ in range(spec["bare_repeats"]):
+        started = time.perf_counter()
+        one_pass(batches)
+        timings.append(time.perf_counter() - started)
+    return {
+        "seconds": min(timings),
+        "all_seconds": timings,
+        "sequences": len(needed),
+        "sequences_by_kind": {kind: sum(s[0] == kind for s in needed) for kind in NEEDED_KINDS},
+        "batches": len(batches),
+        "batching": layout,
+        "tokens": sum(len(tokens) for _, tokens, _ in needed),
+        "padded_tokens": padded[layout],
+        "padded_tokens_other_batching": max(padded.values()),
+        "peak_rss_mib": peak_rss_mib(),
+    }
+
+
+def worker(kind: str, spec_path: Path, out_path: Path) -> int:
+    import logging
+
+    logging.disable(logging.WARNING)
+    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    result = _bare(spec) if kind == "bare" else _evaluate(spec, kind)
+    out_path.write_text(json.dumps(result), encoding="utf-8")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------- main
+
+
+def compare_results(theirs: dict, mine: dict) -> tuple[list[str], dict[str, int]]:
+    """Every metric that differs (exactly; 1e-6 relative for perplexity and bits-per-byte metrics), and how many
+    values were compared (exactly, to 1e-6)."""
+    import math
+
+    differences = []
+    compared = {"exact": 0, "rel_1e-6": 0}
+    for task in sorted(set(theirs) | set(mine)):
+        if task not in theirs or task not in mine:
+            differences.append(f"{task}: only in {'ours' if task in mine else 'lighteval'}")
+            continue
+        for metric in sorted(set(theirs[task]) | set(mine[task])):
+            a, b = theirs[task].get(metric), mine[task].get(metric)
+            fuzzy = any(name in metric for name in FUZZY_METRICS)
+            compared["rel_1e-6" if fuzzy else "exact"] += 1
+            if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+                continue
+            same = (a == b) or (
+                fuzzy and isinstance(a, float) and isinstance(b, float) and math.isclose(a, b, rel_tol=1e-6)
+            )
+            if not same:
+                differences.append(f"{task} {metric}: lighteval {a!r}, ours {b!r}")
+    return differences, compared
+
+
+def _subprocess(kind: str, spec_path: Path, work: Path) -> tuple[dict, float]:
+    out_path = work / f"{kind}.json"
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind, "--spec", str(spec_path)]
+    # One hash seed for every worker: lighteval sums the "all" averages over tasks in an order that follows set
+    # iteration (string hashes), and a different order changes their last bits.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    subprocess.run([*command, "--worker-out", str(out_path)], check=True, env=env)
+    wall = time.perf_counter() - started
+    result = json.loads(out_path.read_text(encoding="utf-8"))
+    result["load_average_1min"] = {"before": load_before, "after": os.getloadavg()[0]}  # other jobs on the machine
+    return result, wall
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-samples", type=int, default=4)
-    parser.add_argument("--raw", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--raw", type=Path, default=PROJECT.parent / "shared" / "data")
+    parser.add_argument("--out", type=Path, default=PROJECT / "out" / "bench" / "suite.json")
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=512)
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch threads (default: all)")
+    parser.add_argument("--bare-repeats", type=int, default=2)
+    parser.add_argument("--limit-tasks", type=int, default=None, help="only the first N tasks (quick checks)")
+    parser.add_argument("--worker", choices=("finetasks", "bare", "lighteval"), help=argparse.SUPPRESS)
+    parser.add_argument("--spec", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.spec, args.worker_out)
 
     import logging
 
     logging.disable(logging.WARNING)
-    from finetasks_afr import compat
     from finetasks_afr.mirror import import_raw
     from finetasks_afr.tiny import make_tiny_causal_lm
 
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_suite_") as tmp:
-        root = Path(tmp)
-        import_raw(args.raw, root / "mirror")
-        names = suite_tasks(root / "mirror")
-        corpus = [line.strip() for line in (args.raw / "sib200" / "yor_Latn" / "train.tsv").open(encoding="utf-8")]
-        model_dir = make_tiny_causal_lm(root / "model", corpus[:300], max_position_embeddings=args.max_length)
-        print(f"suite: {len(names)} log-likelihood tasks with data in the mirror, --max-samples {args.max_samples}")
-        rows = []
-        for label, dedup in (("PMI dedup on", True), ("PMI dedup off", False)):
-            compat.UNCONDITIONED_DEDUP = dedup
-            compat.reset_stats()
-            wall, inside, pairs = run(model_dir, names, root / f"out_{dedup}", args.max_samples, args.batch_size,
-                                      args.max_length)  # fmt: skip
-            stats = compat.STATS
-            bare = bare_forward_seconds(model_dir, pairs, args.batch_size, args.max_length)
-            rows.append((label, stats.docs, len(pairs), stats.continuations_needed, stats.continuations_scored, wall,
-                         inside, bare))  # fmt: skip
-        compat.UNCONDITIONED_DEDUP = True
-    header = f"{'variant':15} {'PMI docs':>8} {'scored pairs':>12} {'uncond. needed':>14} {'uncond. scored':>14}"
-    header += f" {'evaluate s':>10} {'model s':>8} {'bare s':>7} {'eval/bare':>9}"
-    print(header)
-    for label, docs, n_pairs, needed, scored, wall, inside, bare in rows:
-        print(f"{label:15} {docs:8d} {n_pairs:12d} {needed:14d} {scored:14d} {wall:10.1f} {inside:8.1f} {bare:7.1f}"
-              f" {wall / bare:9.2f}")  # fmt: skip
-    print("scored pairs = every (context, continuation) lighteval scored, conditioned and unconditioned")
+        work = Path(tmp)
+        import_raw(args.raw, work / "mirror")
+        names = suite_tasks(work / "mirror")[: args.limit_tasks]
+        shape = MODEL_SHAPE
+        model_dir = make_tiny_causal_lm(
+            work / "model", mirror_corpus(work / "mirror"), vocab_size=shape["vocab_size"],
+            hidden_size=shape["hidden_size"], layers=shape["layers"], heads=shape["heads"],
+            max_position_embeddings=args.max_length, train_steps=0,
+        )  # fmt: skip
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+        from finetasks_afr import tasks
+
+        formulations: dict[str, int] = {}
+        for name in names:
+            formulation = tasks.TASK_INFO[name].formulation
+            formulations[formulation] = formulations.get(formulation, 0) + 1
+        print(f"suite: {len(names)} log-likelihood tasks ({formulations}), 0-shot, --max-samples {args.max_samples}")
+        spec = {
+            "mirror": str(work / "mirror"), "model": str(model_dir), "tasks": names, "work": str(work),
+            "needed": str(work / "needed.json"), "max_samples": args.max_samples, "batch_size": args.batch_size,
+            "max_length": args.max_length, "threads": args.threads, "bare_repeats": args.bare_repeats,
+        }  # fmt: skip
+        spec_path = work / "spec.json"
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        ours, ours_wall = _subprocess("finetasks", spec_path, work)
+        print(f"finetasks: evaluate {ours['evaluate_seconds']:.1f} s")
+        bare, bare_wall = _subprocess("bare", spec_path, work)
+        print(f"bare forward: {bare['seconds']:.1f} s")
+        theirs, theirs_wall = _subprocess("lighteval", spec_path, work)
+        print(f"lighteval: evaluate {theirs['evaluate_seconds']:.1f} s")
+        from transformers import AutoModelForCausalLM
+
+        parameters = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model_dir).parameters())
+
+    differences, compared = compare_results(theirs.pop("results"), ours.pop("results"))
+    report = {
+        "suite_ratio_vs_bare_forward": ours["evaluate_seconds"] / bare["seconds"],
+        "lighteval_ratio_vs_bare_forward": theirs["evaluate_seconds"] / bare["seconds"],
+        "speedup_vs_lighteval": theirs["evaluate_seconds"] / ours["evaluate_seconds"],
+        "tokens_forwarded": ours["tokens_forwarded"],
+        "tokens_forwarded_lighteval": theirs["tokens_forwarded"],
+        "tokens_bare": bare["tokens"],
+        "evaluate_seconds": ours["evaluate_seconds"],
+        "evaluate_seconds_lighteval": theirs["evaluate_seconds"],
+        "bare_forward_seconds": bare["seconds"],
+        "peak_rss_mib": ours["peak_rss_mib"],
+        "peak_rss_mib_lighteval": theirs["peak_rss_mib"],
+        "peak_rss_mib_bare": bare["peak_rss_mib"],
+        "results_identical": not differences,
+        "result_differences": differences,
+        "metric_values_compared": compared,
+        "runs": {"finetasks": ours, "lighteval": theirs, "bare": bare},
+        "process_wall_seconds": {"finetasks": ours_wall, "bare": bare_wall, "lighteval": theirs_wall},
+        "suite": {
+            "tasks": len(names),
+            "formulations": formulations,
+            "fewshot": 0,
+            "max_samples": args.max_samples,
+        },
+        "model": {
+            "architecture": "LlamaForCausalLM, random init (finetasks_afr.tiny, train_steps=0)",
+            "parameters": parameters,
+            "hidden_size": config["hidden_size"],
+            "num_attention_heads": config["num_attention_heads"],
+            "head_dim": config["hidden_size"] // config["num_attention_heads"],
+            "num_hidden_layers": config["num_hidden_layers"],
+            "intermediate_size": config["intermediate_size"],
+            "vocab_size": config["vocab_size"],
+            "dtype": "float32",
+            "max_length": args.max_length,
+            "batch_size": args.batch_size,
+            "torch_threads": args.threads,
+        },
+        "total_wall_seconds": time.perf_counter() - started,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(
+        f"ours / bare {report['suite_ratio_vs_bare_forward']:.2f}, lighteval / bare "
+        f"{report['lighteval_ratio_vs_bare_forward']:.2f}, speedup {report['speedup_vs_lighteval']:.2f}x, tokens "
+        f"{report['tokens_forwarded']} vs {report['tokens_forwarded_lighteval']} (bare {report['tokens_bare']})"
+    )
+    print(f"wrote {args.out}")
+    if differences:
+        print(f"RESULTS DIFFER in {len(differences)} metric(s):", *differences[:20], sep="\n  ")
+        return 1
     return 0
 
 
