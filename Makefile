@@ -96,7 +96,7 @@ test-vllm: install
 	@ls -d $(DEMO_OUT)/checkpoints/*/seed-*/checkpoint-* >/dev/null 2>&1 || $(MAKE) demo
 	$(VLLM_VENV)/bin/python scripts/check_vllm.py --demo $(DEMO_OUT)
 
-## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 5M-parameter Llama: our engine
+## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 6.3M-parameter Llama: our engine
 ## and lighteval's path (identical metrics asserted) against bare forward passes -> out/bench/suite.json
 ## (about 10-15 minutes on 2 cores).
 bench-suite: install
