@@ -7,8 +7,9 @@ document by alignment, so a low-resource language gets a long-context signal wit
 
 Here the unit is the paragraph (format: docs/longppl-schema.md):
 
-1. The teacher (any causal LM) scores every source paragraph i >= 1 by its perplexity given the whole preceding
-   source document. Paragraph 0 has no preceding document, so it is never a candidate.
+1. The teacher (any causal LM) scores every source paragraph i >= 1 by its perplexity given the preceding source
+   document (under the one scoring core's windowing rule: all of it when the document fits in the teacher's
+   length, else at least half a window of it). Paragraph 0 has no preceding document, so it is never a candidate.
 2. The `top_k` candidates of highest perplexity are the key paragraphs (ties: the earlier paragraph first).
 3. Each key source paragraph is aligned to the target paragraph whose embedding (mean-pooled last hidden state,
    L2-normalised) has the highest cosine with it (ties: the earlier target paragraph); the alignment is kept only
