@@ -26,6 +26,7 @@ class from lighteval's own CLI (see that module).
 
 from __future__ import annotations
 
+import array
 import hashlib
 import logging
 from collections import OrderedDict
@@ -58,7 +59,9 @@ TOKENIZER_FILES = (
 )
 
 # digest -> {(add_special_tokens, context, continuations, pairwise): (contexts, continuations)}; a few tokenizers.
-_TOKENISATIONS: OrderedDict[str, dict[tuple, tuple[tuple, tuple]]] = OrderedDict()
+_TOKENISATIONS: OrderedDict[str, dict[tuple, tuple[tuple[array.array, ...], tuple[tuple[int, ...], ...]]]] = (
+    OrderedDict()
+)
 _KEEP_TOKENIZERS = 4
 
 
@@ -84,7 +87,7 @@ def tokenizer_digest(tokenizer: Any, source: str | None = None) -> str:
     return "loaded:" + digest.hexdigest()
 
 
-def tokenisation_memo(digest: str) -> dict[tuple, tuple[tuple, tuple]]:
+def tokenisation_memo(digest: str) -> dict[tuple, tuple[tuple[array.array, ...], tuple[tuple[int, ...], ...]]]:
     """The memo of one tokenizer (most recently used kept; older tokenizers' memos dropped)."""
     memo = _TOKENISATIONS.get(digest)
     if memo is None:
@@ -113,16 +116,19 @@ class SharedPrefixModel(TransformersModel):
 
     def _encoded_pair(
         self, context: str, continuations: list[str], pairwise: bool
-    ) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...]]:
-        """lighteval's `tok_encode_pair`, memoised by tokenizer digest (immutable tuples, shared)."""
+    ) -> tuple[tuple[array.array, ...], tuple[tuple[int, ...], ...]]:
+        """lighteval's `tok_encode_pair`, memoised by tokenizer digest: the context as one int32 array (4 bytes a
+        token: a sweep of the whole suite holds every document's context), continuations as tuples; never
+        mutated, shared by every checkpoint with this tokenizer."""
         key = (self.add_special_tokens, context, tuple(continuations), bool(pairwise))
         memo = tokenisation_memo(self.tokenizer_digest)
         found = memo.get(key)
         if found is None:
             self.tokenisation_misses += 1
             contexts, encoded = super().tok_encode_pair(context, continuations, pairwise=pairwise)
+            context_tokens = array.array("i", (int(t) for t in contexts[0])) if contexts else array.array("i")
             found = memo[key] = (
-                tuple(tuple(int(t) for t in c) for c in contexts),
+                (context_tokens,) * len(contexts),  # lighteval's contexts are one list repeated per choice
                 tuple(tuple(int(t) for t in c) for c in encoded),
             )
         else:
@@ -146,7 +152,7 @@ class SharedPrefixModel(TransformersModel):
             contexts, continuations = self._encoded_pair(
                 self.prompt_manager.prepare_prompt(doc), doc.choices, pairwise=True
             )
-            requests.append((contexts[0] if contexts else (), continuations))
+            requests.append((contexts[0] if contexts else array.array("i"), continuations))
         longest = max((len(c) + max(map(len, k), default=0) for c, k in requests), default=1)
         batch_size = self._get_batch_size(
             max_input_length=min(self.max_length, longest), override_bs=self.config.batch_size

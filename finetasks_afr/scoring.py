@@ -31,6 +31,7 @@ of a pipeline run), and batched by `batch_size` rows. `STATS` counts the tokens 
 
 from __future__ import annotations
 
+import array
 import copy
 import dataclasses
 import inspect
@@ -259,7 +260,7 @@ def pad_token_id(tokenizer: Any) -> int:
 
 @dataclasses.dataclass
 class _Group:
-    context: tuple[int, ...]
+    context: Sequence[int]  # a tuple, or an int32 array (the engine's compact memo)
     members: list[tuple[Any, tuple[int, ...]]]  # (where the score goes, continuation)
 
 
@@ -308,23 +309,23 @@ def score_choices(
     scored as lighteval scores it.
     """
     out: list[list[Scored | None]] = [[None] * len(continuations) for _, continuations in docs]
-    groups: dict[tuple[int, ...], _Group] = {}
+    groups: dict[Any, _Group] = {}
     whole: list[tuple[int, int]] = []
     for doc_index, (context, continuations) in enumerate(docs):
-        key = context if isinstance(context, tuple) else tuple(context)
+        key: Any = _context_key(context)
         group = None
         for choice, continuation in enumerate(continuations):
             if not continuation:
                 raise ScoringError(
                     f"document {doc_index}, choice {choice}: an empty continuation has no log-probability"
                 )
-            if not key or len(key) + len(continuation) > max_length:
+            if not len(context) or len(context) + len(continuation) > max_length:
                 whole.append((doc_index, choice))
                 continue
             if group is None:
                 group = groups.get(key)
                 if group is None:
-                    group = groups[key] = _Group(key, [])
+                    group = groups[key] = _Group(context, [])
             group.members.append(((doc_index, choice), tuple(continuation)))
     if whole:
         STATS.fallback_rows += len(whole)
@@ -355,6 +356,21 @@ def score_continuations(
     return [scored[0] for scored in scores]
 
 
+def _context_key(context: Sequence[int]) -> Any:
+    """A hashable key with the identity of the context's tokens (an int32 array's bytes: cheap to hash)."""
+    if isinstance(context, array.array):
+        return (context.typecode, context.tobytes())
+    return context if isinstance(context, tuple) else tuple(context)
+
+
+def _long_tensor(tokens: Sequence[int]) -> Any:
+    import torch
+
+    if isinstance(tokens, array.array) and tokens.typecode == "i" and len(tokens):
+        return torch.frombuffer(tokens, dtype=torch.int32).long()
+    return torch.as_tensor(list(tokens) if isinstance(tokens, array.array) else tokens, dtype=torch.long)
+
+
 def _lighteval_row(context: Sequence[int], continuation: Sequence[int], max_length: int) -> Row:
     """lighteval's row: context + continuation cut from the left to `max_length` tokens; the continuation's tokens
     that remain are scored (all of them unless the continuation alone is longer than the window)."""
@@ -377,7 +393,7 @@ def _score_shared_batch(model: Any, batch: list[_Group], pad_id: int) -> Iterato
     ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     mask = torch.zeros_like(ids)
     for row, group in enumerate(batch):
-        ids[row, : lengths[row]] = torch.as_tensor(group.context, dtype=torch.long)
+        ids[row, : lengths[row]] = _long_tensor(group.context)
         mask[row, : lengths[row]] = 1
     last = torch.as_tensor([[length - 1] for length in lengths], dtype=torch.long)
     members = [(row, index, cont) for row, group in enumerate(batch) for index, cont in group.members]

@@ -7,6 +7,7 @@ positions), split groups, truncation fallback and windows must not change a valu
 
 from __future__ import annotations
 
+import array
 import random
 
 import pytest
@@ -63,6 +64,9 @@ def test_score_choices_equals_direct_forward_passes(model, batch_size):
             assert result.greedy == greedy
     assert scoring.STATS.fallback_rows == 1  # only the over-long request
     assert scoring.STATS.shared_contexts < sum(len(c) for _, c in docs)  # contexts were shared
+    # the engine's compact memo passes contexts as int32 arrays: the same groups, the same values
+    compact = [(array.array("i", context), choices) for context, choices in docs]
+    assert scoring.score_choices(model, compact, max_length=MAX_LENGTH, batch_size=batch_size) == scored
 
 
 def test_the_truncated_row_is_lighteval_s():
