@@ -240,13 +240,27 @@ def _original(owner: type, name: str) -> Any:
     return _ORIGINALS.get((owner, name), owner.__dict__.get(name, getattr(owner, name)))
 
 
+def _wraps_ours(function: Any) -> bool:
+    """`function` is one of our wrappers, or wraps one (`__wrapped__` chain)."""
+    for _ in range(32):
+        if function is None:
+            return False
+        if getattr(function, _COMPAT_MARK, False):
+            return True
+        function = getattr(function, "__wrapped__", None)
+    return False
+
+
 def _patch(owner: type, name: str, make_wrapper: Callable[[Any], Any]) -> None:
+    """Wrap `owner.name`, once. The first original is kept for `restore()` even when something else (a test's
+    spy, another library) has since wrapped or replaced our wrapper and `apply()` runs again: then our wrapper
+    goes on top of theirs, and the recorded original stays lighteval's own."""
     current = owner.__dict__[name]
-    if getattr(current, _COMPAT_MARK, False):  # already ours (e.g. this module imported twice)
+    if _wraps_ours(current):  # already ours (e.g. this module imported twice)
         return
     wrapper = make_wrapper(current)
     setattr(wrapper, _COMPAT_MARK, True)
-    _ORIGINALS[(owner, name)] = current
+    _ORIGINALS.setdefault((owner, name), current)
     setattr(owner, name, wrapper)
 
 

@@ -713,3 +713,28 @@ def test_the_same_text_gets_the_same_bits_per_byte_everywhere(fixed_run, tiny_mo
         core_bpb = scoring.bits_per_byte(core[index][0].logprob, n_bytes)
         assert recommend_bpb == pytest.approx(task_bpb, rel=1e-5)
         assert core_bpb == pytest.approx(task_bpb, rel=1e-5)
+
+
+def test_apply_under_a_spy_keeps_lighteval_s_original(_leave_compat_as_found, monkeypatch):
+    """A spy put over the patched `_loglikelihood_tokens` (tests do this), then `apply()` again (importing the
+    task module does), then the spy removed: `restore()` must still put lighteval's own method back, and the
+    probes must still read lighteval's source (found by the full suite: the original was recorded as the spy)."""
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    from finetasks_afr import partial_scoring
+
+    compat.restore()
+    lighteval_s = TransformersModel.__dict__["_loglikelihood_tokens"]
+    compat.apply()
+    patched = TransformersModel.__dict__["_loglikelihood_tokens"]
+
+    def spy(self, docs, *args, **kwargs):
+        return patched(self, docs, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TransformersModel, "_loglikelihood_tokens", spy)
+        compat.apply()
+        assert partial_scoring.backend_scores_query_then_choices()
+    compat.restore()
+    assert TransformersModel.__dict__["_loglikelihood_tokens"] is lighteval_s
+    assert compat.rolling_bug_present() and compat.token_norm_bug_present()
