@@ -272,7 +272,8 @@ def _seed_snr(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci
             .alias("snr_seed_ci_low"),
             pl.when(pl.col("snr_seed").is_not_null() & (pl.col("avg_std_ci_low") > 0))
             .then(pl.col("snr_signal") / pl.col("avg_std_ci_low"))
-            .when(pl.col("snr_seed").is_not_null())
+            # a zero-noise resample: infinite SNR; no avg-std interval (one std cell): no SNR interval
+            .when(pl.col("snr_seed").is_not_null() & (pl.col("avg_std_ci_low") == 0))
             .then(pl.lit(float("inf")))
             .alias("snr_seed_ci_high"),
         )
