@@ -25,6 +25,7 @@ from analysis.metrics import metric_info
 from analysis.pipeline import analyse
 from analysis.plots import (
     Band,
+    consistency_forest_figure,
     figure_png,
     formulation_curves_figure,
     plot_criteria_overview,
@@ -34,7 +35,7 @@ from analysis.plots import (
     task_criteria_figure,
     training_curves_figure,
 )
-from analysis.report import format_ci, format_number
+from analysis.report import consistency_order, format_ci, format_number
 from analysis.select import Selection
 from analysis.signal import kendall_between
 from analysis.table import LoadReport, read_scores, validate
@@ -43,6 +44,8 @@ __all__ = [
     "BUNDLED_SWEEP",
     "MODE_ENV",
     "Exploration",
+    "consistency_figure",
+    "consistency_overview",
     "criteria_figure",
     "criteria_summary",
     "curves_figure",
@@ -182,10 +185,44 @@ def showcase(ex: Exploration, language: str, task: str, n: int = 2) -> list[tupl
 
 
 def selection_overview(ex: Exploration) -> pl.DataFrame:
-    """One row per task: language, formulation, chosen metric, kept, margin and the selection's reason."""
+    """One row per task: language, formulation, chosen metric, kept, margin, ordering consistency with its
+    95% CI bounds (null when not measurable: `consistency_overview` says why), decision accuracy and the
+    selection's reason."""
     return ex.chosen.select(
-        "language", "task", "formulation", "category", "fewshot", "metric", "kept", "margin", "reason"
-    ).sort(["language", "kept", "task"], descending=[False, True, False])
+        "language", "task", "formulation", "category", "fewshot", "metric", "kept", "margin",
+        "consistency", "consistency_ci_low", "consistency_ci_high", "decision_accuracy", "reason",
+    ).sort(["language", "kept", "task"], descending=[False, True, False])  # fmt: skip
+
+
+CONSISTENCY_COLUMNS = (
+    "language", "task", "formulation", "metric", "kept", "consistency", "consistency_ci_low",
+    "consistency_ci_high", "consistency_n_pairs", "decision_accuracy", "consistency_reason", "decision_reason",
+)  # fmt: skip
+
+
+def consistency_overview(ex: Exploration, language: str | None = None) -> pl.DataFrame:
+    """Ordering consistency of every task (kept and dropped) on its chosen metric, as the report lists it.
+
+    Columns: language, task, formulation, metric, kept, consistency (mean Kendall tau between consecutive
+    checkpoints), consistency_ci_low/high (95% bootstrap interval), consistency_n_pairs (the step pairs
+    averaged), decision_accuracy, and consistency_reason / decision_reason (why a value is null, e.g.
+    "consistency: needs >= 3 runs"). Per language, highest consistency first, not measurable last.
+    """
+    rows = ex.chosen if language is None else ex.chosen.filter(pl.col("language") == language)
+    if language is not None and rows.is_empty():
+        tasks(ex, language)  # raises, naming the languages
+    columns = [c for c in CONSISTENCY_COLUMNS if c in rows.columns]
+    return consistency_order(rows.select(columns)).sort("language", maintain_order=True)
+
+
+def consistency_figure(ex: Exploration, language: str | None = None) -> Figure:
+    """Forest plot of `consistency_overview`: each task's consistency with its 95% CI, kept green dots,
+    dropped red crosses, reasons where it is not measurable (what the report draws per language)."""
+    rows = consistency_overview(ex, language)
+    n_kept = rows.filter(pl.col("kept")).height
+    where = language if language is not None else "all languages"
+    title = f"{where}: ordering consistency per task, 95% CI ({n_kept} of {rows.height} tasks kept)"
+    return consistency_forest_figure(rows, title=title)
 
 
 # ------------------------------------------------------------------------------------------ one task

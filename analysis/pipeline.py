@@ -15,7 +15,7 @@ import polars as pl
 from analysis.aggregate import AggregateResult, aggregate, write_ranking
 from analysis.config import Config
 from analysis.io import atomic_write_text, write_csv_atomic
-from analysis.plots import plot_criteria_overview, plot_ranking, plot_training_curves
+from analysis.plots import plot_consistency_forest, plot_criteria_overview, plot_ranking, plot_training_curves
 from analysis.report import render_report, write_html_report
 from analysis.select import Selection, select, write_selection
 from analysis.signal import compute_signal
@@ -109,7 +109,7 @@ def _figures(
     figures_dir = out_dir / "figures"
     chosen = selection.decisions.filter(pl.col("chosen")).sort(["language", "task"])
     languages = sorted(chosen.get_column("language").unique().to_list())
-    total = chosen.height + len(languages) + (1 if ranking is not None else 0)
+    total = chosen.height + 2 * len(languages) + (1 if ranking is not None else 0)
     jobs = [
         (
             table.filter((pl.col("task") == row["task"]) & (pl.col("fewshot") == row["fewshot"])),
@@ -142,7 +142,10 @@ def _figures(
             monotonicity_min=config.monotonicity.min,
             snr_min=config.snr.min,
         )
-        done += 1
+        paths[f"consistency_{language}"] = plot_consistency_forest(
+            selection.decisions, language, figures_dir / f"consistency_{language}.png"
+        )
+        done += 2
         if progress:
             progress("figures", done, total)
     if ranking is not None:

@@ -8,6 +8,7 @@ no timestamp or software version, so the same input gives the same bytes.
 - `plot_training_curves`: score against tokens (or steps) for one task, one panel per metric.
 - `plot_criteria_overview`: monotonicity x SNR scatter and consistency bars for one language.
 - `plot_ranking`: mean rank per run and a heatmap of per-language scores.
+- `plot_consistency_forest`: ordering consistency with its 95% CI for every task of one language.
 
 The `*_figure` functions return the `Figure` instead of writing it (the notebook helpers of
 `analysis.explore` show them inline; `figure_png` turns one into PNG bytes):
@@ -16,6 +17,7 @@ The `*_figure` functions return the `Figure` instead of writing it (the notebook
 - `task_criteria_figure`: every FineTasks criterion of one task, per metric, with CIs and thresholds.
 - `formulation_curves_figure`: the chosen metric of each formulation (CF against MCF) of one benchmark.
 - `run_order_figure`: the rank of each run over training and Kendall's tau between consecutive checkpoints.
+- `consistency_forest_figure`: what `plot_consistency_forest` writes, for any set of tasks.
 """
 
 from __future__ import annotations
@@ -40,14 +42,17 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from analysis.metrics import metric_info
+from analysis.report import consistency_order
 
 __all__ = [
     "BAND_LABELS",
     "DPI",
     "METRIC_ORDER",
     "Band",
+    "consistency_forest_figure",
     "figure_png",
     "formulation_curves_figure",
+    "plot_consistency_forest",
     "plot_criteria_overview",
     "plot_ranking",
     "plot_training_curves",
@@ -606,6 +611,90 @@ def plot_criteria_overview(
     n_kept = sum(bool(r.get("kept")) for r in picked)
     fig.suptitle(f"{language}: FineTasks criteria ({n_kept} of {len(picked)} tasks kept)", fontsize=12)
     return _save(fig, out_path)
+
+
+# -------------------------------------------------------------------------------- consistency forest
+
+
+def consistency_forest_figure(rows: pl.DataFrame, *, title: str) -> Figure:
+    """Ordering consistency (Kendall τ) of each task with its 95% CI, one line per task, highest at the top.
+
+    `rows` has one row per task with task, consistency and kept; consistency_ci_low/high,
+    consistency_n_pairs, consistency_reason and language are used when present (with more than one
+    language, labels name it). Kept tasks are green dots, dropped ones red crosses; a task whose
+    consistency is not measurable gets its reason in grey instead of a point. The value, interval and
+    number of step pairs are written right of the axes.
+    """
+    _require_columns(rows, ("task", "consistency", "kept"), "consistency rows")
+    if rows.is_empty():
+        raise ValueError(f"nothing to plot for {title!r}: no task")
+    ordered = consistency_order(rows).to_dicts()
+    several = "language" in rows.columns and rows.get_column("language").n_unique() > 1
+    labels = [_short_task(str(r["task"])) + (f" ({r['language']})" if several else "") for r in ordered]
+    values = [_finite(r.get("consistency")) for r in ordered]
+    lows = [_finite(r.get("consistency_ci_low")) for r in ordered]
+    highs = [_finite(r.get("consistency_ci_high")) for r in ordered]
+    known = [v for v in (*values, *lows) if v is not None]
+    x_lo = max(-1.05, min([*known, 0.0]) - 0.1)
+    n = len(ordered)
+    fig = _new_figure(8.5, max(3.0, 0.3 * n + 1.7))
+    ax = fig.subplots(1, 1)
+    ax.set_xlim(x_lo, 1.05)
+    text_at = ax.get_yaxis_transform()  # x in axes fraction, y in data: the value column right of the axes
+    any_ci = False
+    for y, (r, v, low, high) in enumerate(zip(ordered, values, lows, highs, strict=True)):
+        kept = bool(r.get("kept"))
+        color = _KEPT_COLOR if kept else _DROPPED_COLOR
+        if v is None:
+            reason = str(r.get("consistency_reason") or "not measurable").removeprefix("consistency: ")
+            ax.text(x_lo + 0.02, y, f"not measurable: {reason}", va="center", fontsize=7, color=_GREY,
+                    style="italic", bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})  # fmt: skip
+            continue
+        if low is not None and high is not None:
+            any_ci = True
+            ax.plot([low, high], [y, y], color=color, lw=1.6, solid_capstyle="butt")
+            ax.plot([low, high], [y, y], ls="", marker="|", ms=6, color=color)
+        if kept:
+            ax.scatter([v], [y], s=36, marker="o", color=color, zorder=3)
+        else:
+            ax.scatter([v], [y], s=42, marker="x", color=color, linewidths=1.6, zorder=3)
+        text = f"{v:.2f}" + (f" [{low:.2f}, {high:.2f}]" if low is not None and high is not None else "")
+        pairs = r.get("consistency_n_pairs")
+        if pairs is not None:
+            text += f" · {pairs} pairs"
+        ax.text(1.02, y, text, transform=text_at, va="center", fontsize=7)
+    ax.axvline(0.0, color="black", lw=0.8)
+    ax.set_yticks(range(n), labels, fontsize=7)
+    for label, r in zip(ax.get_yticklabels(), ordered, strict=True):
+        label.set_color("black" if r.get("kept") else _DROPPED_COLOR)
+    ax.set_ylim(n - 0.5, -0.5)  # highest consistency at the top
+    ax.set_xlabel("ordering consistency (mean Kendall τ between consecutive checkpoints)")
+    ax.grid(True, axis="x", alpha=0.3)
+    handles: list[Any] = [
+        Line2D([], [], ls="", marker="o", color=_KEPT_COLOR, label="kept"),
+        Line2D([], [], ls="", marker="x", color=_DROPPED_COLOR, mew=1.6, label="dropped"),
+    ]
+    if any_ci:
+        handles.append(Line2D([], [], color=_GREY, lw=1.6, label="95% CI"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=len(handles), fontsize=8)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def plot_consistency_forest(decisions: pl.DataFrame, language: str, out_path: Path) -> Path:
+    """`consistency_forest_figure` of one language's tasks, each on its chosen row (`_pick_rows`), written.
+
+    Raises ValueError naming the language when it has no row.
+    """
+    _require_columns(decisions, ("task", "fewshot", "metric", "language", "consistency", "kept"), "decisions")
+    sub = decisions.filter((pl.col("language") == language) & pl.col("task").is_not_null())
+    if sub.is_empty():
+        languages = sorted(decisions.get_column("language").drop_nulls().unique().to_list())
+        raise ValueError(f"nothing to plot for language {language!r}: no decisions (languages: {languages})")
+    picked = pl.DataFrame([{c: r[c] for c in sub.columns} for r in _pick_rows(sub.to_dicts())], schema=sub.schema)
+    n_kept = picked.filter(pl.col("kept")).height
+    title = f"{language}: ordering consistency per task, 95% CI ({n_kept} of {picked.height} tasks kept)"
+    return _save(consistency_forest_figure(picked, title=title), out_path)
 
 
 # --------------------------------------------------------------------------------------------- ranking

@@ -3,6 +3,8 @@
 `render_report` writes it as Markdown (report.md); `render_html_report` as static HTML pages (report.html
 and one report_<language>.html per language: inline CSS, no script, no network asset, every text
 escaped), which `write_html_report` writes atomically. Both show the same numbers, from the same rows.
+Per language, the section "Ordering consistency" lists every task, kept and dropped, with its consistency
+and 95% interval (or the reason it is not measurable), the step pairs averaged and the decision accuracy.
 """
 
 from __future__ import annotations
@@ -102,6 +104,66 @@ def _kept_table(kept: pl.DataFrame) -> str:
 
 def _dropped_table(dropped: pl.DataFrame) -> str:
     return _table(DROPPED_HEADER, [_code_first(_dropped_cells(r)) for r in _by_category(dropped)])
+
+
+CONSISTENCY_TITLE = "Ordering consistency"
+CONSISTENCY_HEADER = ("task", "metric", "consistency [95% CI]", "step pairs", "decision acc.", "verdict")
+
+
+def consistency_text(config: Config) -> str:
+    """What the ordering-consistency section shows, and whether the selection requires it."""
+    cfg = config.consistency
+    window = f"past {cfg.min_tokens:,} tokens" + (
+        f" (step {cfg.min_step} without token counts)" if cfg.min_step else ""
+    )
+    role = (
+        "It is a required criterion here."
+        if "consistency" in config.selection.require
+        else "It is reported, not required: between metrics of one task it only breaks ties of margin."
+    )
+    return (
+        "Ordering consistency (FineTasks): the mean Kendall tau between the runs' scores at consecutive "
+        f"checkpoints {window}, on each task's chosen metric; 1 = the runs keep their order from one "
+        "checkpoint to the next, 0 = it is reshuffled, below 0 = it flips. In brackets its 95% bootstrap "
+        'interval over the step pairs it averaged (column "step pairs"); decision accuracy is the share of '
+        "run pairs ordered at the early checkpoint as at the final one. Every task is listed, kept or dropped, "
+        f"highest consistency first; a task without a value says why. {role}"
+    )
+
+
+def consistency_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """`rows` in the order the reports list consistency: highest first (ties: the higher CI lower bound,
+    then the task name), not measurable (null) last. Only the columns present are used as keys."""
+    keys = [
+        (c, d) for c, d in (("consistency", True), ("consistency_ci_low", True), ("task", False)) if c in rows.columns
+    ]
+    return rows.sort([c for c, _ in keys], descending=[d for _, d in keys], nulls_last=True)
+
+
+def consistency_cells(r: dict) -> list[str]:
+    """One task's row of the consistency section: a value with its interval, or the reason there is none."""
+    measured = r.get("consistency") is not None
+    if measured:
+        consistency = format_ci(r, "consistency")
+    else:
+        consistency = r.get("consistency_reason") or "consistency: not measurable"
+    accuracy = format_number(r.get("decision_accuracy"))
+    if r.get("decision_accuracy") is None and r.get("decision_reason"):
+        accuracy = f"n/a ({str(r['decision_reason']).removeprefix('decision accuracy: ')})"
+    return [
+        r["task"],
+        r["metric"],
+        consistency,
+        format_number(r.get("consistency_n_pairs")) if measured else "n/a",
+        accuracy,
+        "kept" if r["kept"] else "dropped",
+    ]
+
+
+def _consistency_table(rows: pl.DataFrame) -> str:
+    return _table(
+        CONSISTENCY_HEADER, [_code_first(consistency_cells(r)) for r in consistency_order(rows).iter_rows(named=True)]
+    )
 
 
 RANKING_TEXT = (
@@ -213,6 +275,8 @@ def render_report(
         lines += ["### Kept", "", _kept_table(kept) if kept.height else "No task passed the criteria.", ""]
         if dropped.height:
             lines += ["### Dropped", "", _dropped_table(dropped), ""]
+        lines += [f"### {CONSISTENCY_TITLE}", "", consistency_text(config), "", _consistency_table(rows), ""]
+        lines += link(f"consistency_{language}", f"ordering consistency {language}")
         flags = [f for f in selection.coverage if f.language == language]
         if flags:
             lines += ["### Coverage", "", *[f"- {f.describe()}" for f in flags], ""]
@@ -398,8 +462,28 @@ def _html_index(
     )
 
 
+def _html_consistency(
+    rows: pl.DataFrame, config: Config, figures: dict[str, Path], out_dir: Path, language: str
+) -> list[str]:
+    ordered = list(consistency_order(rows).iter_rows(named=True))
+    cells = [[_code(r["task"]), *consistency_cells(r)[1:]] for r in ordered]
+    classes = ["kept" if r["kept"] else "dropped" for r in ordered]
+    return [
+        f'<h2 id="consistency-section">{_esc(CONSISTENCY_TITLE)}</h2>',
+        f'<p class="note">{_esc(consistency_text(config))}</p>',
+        _html_table(CONSISTENCY_HEADER, cells, table_id="consistency", row_classes=classes, numeric=(3,)),
+        _figure(
+            figures,
+            f"consistency_{language}",
+            out_dir,
+            f"ordering consistency {language}: Kendall tau per task with its 95% CI",
+        ),
+    ]
+
+
 def _html_language(
     selection: Selection,
+    config: Config,
     aggregate: AggregateResult | None,
     figures: dict[str, Path],
     out_dir: Path,
@@ -442,6 +526,7 @@ def _html_language(
         )
     else:
         body.append('<p id="dropped">No task was dropped.</p>')
+    body += _html_consistency(rows, config, figures, out_dir, language)
     flags = [f for f in selection.coverage if f.language == language]
     if flags:
         body += ["<h2>Coverage</h2>", "<ul>", *[f"<li>{_esc(f.describe())}</li>" for f in flags], "</ul>"]
@@ -481,7 +566,7 @@ def render_html_report(
         raise ValueError(f"language codes {languages} do not give distinct page names: {names}")
     pages = {INDEX_PAGE: _html_index(selection, config, load_report, aggregate, figures, out_dir, languages)}
     for language in languages:
-        pages[names[language]] = _html_language(selection, aggregate, figures, out_dir, language, languages)
+        pages[names[language]] = _html_language(selection, config, aggregate, figures, out_dir, language, languages)
     return pages
 
 

@@ -15,11 +15,18 @@ from analysis import explore
 from analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
 
 DOCS_FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"
+SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 
 
 @pytest.fixture(scope="module")
 def ex() -> explore.Exploration:
     return explore.explore()
+
+
+@pytest.fixture(scope="module")
+def simulated() -> explore.Exploration:
+    """The simulated sweep: 4 runs, so ordering consistency is measurable (the demo sweep has 2)."""
+    return explore.explore(SIMULATED)
 
 
 def _table(scores: dict[str, list[list[float]]], metric: str = "acc", baseline: float | None = 0.25) -> pl.DataFrame:
@@ -115,6 +122,53 @@ def test_showcase_picks_a_dropped_task_and_another_language(ex: explore.Explorat
     assert picks[0] == ("qab", "demorandlabel_qab_cf")  # the clearest CF failure in qab
     assert picks[1][0] != "qab"
     assert explore.task_row(ex, picks[1][1])["kept"]
+
+
+def test_consistency_overview_gives_every_task_its_interval(simulated: explore.Exploration) -> None:
+    overview = explore.consistency_overview(simulated)
+    assert sorted(overview.get_column("task").to_list()) == sorted(simulated.chosen.get_column("task").to_list())
+    dropped = overview.filter(~pl.col("kept"))
+    assert dropped.height > 0
+    for rows in (overview, dropped):  # no task, kept or dropped, without its value and interval
+        for column in ("consistency", "consistency_ci_low", "consistency_ci_high", "decision_accuracy"):
+            assert rows.get_column(column).null_count() == 0, column
+    assert overview.get_column("consistency_reason").null_count() == overview.height
+    assert (overview.get_column("consistency_n_pairs") > 0).all()
+    inside = (pl.col("consistency_ci_low") <= pl.col("consistency")) & (
+        pl.col("consistency") <= pl.col("consistency_ci_high")
+    )
+    assert overview.select(inside.all()).item()
+    assert overview.get_column("language").to_list() == sorted(overview.get_column("language").to_list())
+    for language in explore.languages(simulated):
+        values = overview.filter(pl.col("language") == language).get_column("consistency").to_list()
+        assert values == sorted(values, reverse=True), language  # highest first within the language
+    yor = explore.consistency_overview(simulated, "yor")
+    assert yor.equals(overview.filter(pl.col("language") == "yor"))
+    with pytest.raises(ValueError, match="language 'zzz' is not in the score table"):
+        explore.consistency_overview(simulated, "zzz")
+    # selection_overview carries the same numbers, dropped tasks included
+    joined = explore.selection_overview(simulated).join(overview, on="task", suffix="_c")
+    assert joined.height == overview.height
+    for column in ("consistency", "consistency_ci_low", "consistency_ci_high", "decision_accuracy"):
+        assert joined.get_column(column).to_list() == joined.get_column(f"{column}_c").to_list(), column
+
+
+def test_consistency_overview_says_why_with_two_runs(ex: explore.Exploration) -> None:
+    assert ex.table.get_column("run").n_unique() == 2
+    overview = explore.consistency_overview(ex)
+    assert overview.height == ex.chosen.height and overview.filter(~pl.col("kept")).height > 0
+    assert overview.get_column("consistency").null_count() == overview.height
+    assert set(overview.get_column("consistency_reason").to_list()) == {"consistency: needs >= 3 runs"}
+    assert explore.selection_overview(ex).get_column("consistency").null_count() == overview.height
+
+
+def test_consistency_figure_marks_every_task(simulated: explore.Exploration, ex: explore.Exploration) -> None:
+    figure = explore.consistency_figure(simulated, "yor")
+    labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
+    assert labels == explore.consistency_overview(simulated, "yor").get_column("task").to_list()
+    assert explore.figure_png(figure).startswith(b"\x89PNG")
+    texts = [t.get_text() for t in explore.consistency_figure(ex, "qab").axes[0].texts]
+    assert texts == ["not measurable: needs >= 3 runs"] * len(explore.tasks(ex, "qab"))
 
 
 # ---------------------------------------------------------------------------------- hand-made tables

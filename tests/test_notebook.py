@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "training_curves.ipynb"
 SIMULATED = ROOT / "finetasks_afr" / "data" / "simulated_sweep.parquet"
+BUNDLED = ROOT / "finetasks_afr" / "data" / "demo_sweep.parquet"
 PROBE = """import sys, json
 from analysis import explore
 print(json.dumps({"prefix": sys.prefix, "live": explore.is_live_frontend()}))"""
@@ -38,6 +39,19 @@ def _run(notebook: nbformat.NotebookNode) -> tuple[nbformat.NotebookNode, dict]:
 
 def _outputs(notebook: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
     return [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
+
+
+def _consistency_outputs(notebook: nbformat.NotebookNode) -> tuple[str, int]:
+    """(HTML of the table, number of figures) that the ordering-consistency cell displayed."""
+    cell = next(c for c in notebook.cells if c.cell_type == "code" and "explore.consistency_overview(ex)" in c.source)
+    html = "".join(o.get("data", {}).get("text/html", "") for o in cell.outputs)
+    return html, sum("image/png" in o.get("data", {}) for o in cell.outputs)
+
+
+def _tasks(scores: Path) -> set[str]:
+    import polars as pl
+
+    return set(pl.read_parquet(scores, columns=["task"]).get_column("task").unique().to_list())
 
 
 def test_committed_notebook_is_stripped() -> None:
@@ -86,6 +100,12 @@ def test_notebook_runs_headless_in_the_venv() -> None:
     assert not [o for o in outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "showing demofacts_qab_cf (qab)" in printed  # the default focus: the best kept task
+    # ordering consistency: every task listed (the demo's two runs: with the reason), a figure per language
+    html, figures = _consistency_outputs(notebook)
+    assert all(f"&quot;{task}&quot;" in html for task in _tasks(BUNDLED)), (
+        "a task is missing from the consistency table"
+    )
+    assert "consistency: needs &gt;= 3 runs" in html and figures == 3
 
 
 @pytest.mark.slow
@@ -98,3 +118,8 @@ def test_notebook_runs_on_another_table(tmp_path: Path) -> None:
     assert [o for o in outputs if o.output_type == "error"] == []
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "simulated_sweep.parquet" in printed
+    html, figures = _consistency_outputs(notebook)
+    assert all(f"&quot;{task}&quot;" in html for task in _tasks(SIMULATED)), (
+        "a task is missing from the consistency table"
+    )
+    assert "needs &gt;= 3 runs" not in html and figures == 5  # four runs: measurable, one figure per language

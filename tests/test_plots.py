@@ -12,7 +12,13 @@ import polars as pl
 import pytest
 from matplotlib.image import imread
 
-from analysis.plots import plot_criteria_overview, plot_ranking, plot_training_curves
+from analysis.plots import (
+    consistency_forest_figure,
+    plot_consistency_forest,
+    plot_criteria_overview,
+    plot_ranking,
+    plot_training_curves,
+)
 from analysis.table import SCHEMA
 
 TASK = "community|afrixnli_yor_mcf|0"
@@ -274,6 +280,58 @@ def test_criteria_overview_unknown_language(tmp_path: Path) -> None:
         plot_criteria_overview(
             decisions_table().drop("consistency"), "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20
         )
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------- consistency forest
+
+
+def _with_consistency_ci(decisions: pl.DataFrame) -> pl.DataFrame:
+    measured = pl.col("consistency").is_not_null()
+    return decisions.with_columns(
+        consistency_ci_low=pl.col("consistency") - 0.1,
+        consistency_ci_high=(pl.col("consistency") + 0.1).clip(upper_bound=1.0),
+        consistency_n_pairs=pl.when(measured).then(pl.lit(7)),
+        consistency_reason=pl.when(measured).then(None).otherwise(pl.lit("consistency: needs >= 3 runs")),
+    )
+
+
+def test_consistency_forest_png_and_deterministic(tmp_path: Path) -> None:
+    decisions = _with_consistency_ci(decisions_table())
+    first = plot_consistency_forest(decisions, "yor", tmp_path / "a.png")
+    second = plot_consistency_forest(decisions.reverse(), "yor", tmp_path / "b.png")  # input order does not matter
+    assert_png(first)
+    assert first.read_bytes() == second.read_bytes()
+    bare = plot_consistency_forest(decisions_table(), "yor", tmp_path / "c.png")  # no CI, pairs or reason columns
+    assert_png(bare)
+    assert bare.read_bytes() != first.read_bytes()
+    assert_no_pyplot_figures()
+
+
+def test_consistency_forest_lists_every_task_highest_first() -> None:
+    rows = _with_consistency_ci(decisions_table()).filter(pl.col("language") == "yor")
+    chosen = rows.filter(pl.col("chosen") | pl.col("metric").eq("bits_per_byte"))  # flores: its best row
+    figure = consistency_forest_figure(chosen, title="yor")
+    ax = figure.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["flores_yor_gen_a_very_l…", "afrixnli_yor_mcf", "afrimmlu_yor_cf", "sib200_yor_cf",
+                      "belebele_yor_mcf"]  # fmt: skip
+    texts = [t.get_text() for t in ax.texts]
+    assert "not measurable: needs >= 3 runs" in texts  # belebele: the reason instead of a point
+    assert "0.20 [0.10, 0.30] · 7 pairs" in texts  # a dropped task keeps its value and interval
+    colors = [t.get_color() for t in ax.get_yticklabels()]
+    assert colors[1] == "black" and colors[2] != "black"  # kept black, dropped red
+    several = consistency_forest_figure(_with_consistency_ci(decisions_table()).filter(pl.col("chosen")), title="all")
+    assert "afrixnli_hau_mcf (hau)" in [t.get_text() for t in several.axes[0].get_yticklabels()]
+
+
+def test_consistency_forest_nothing_to_plot(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'zul'"):
+        plot_consistency_forest(decisions_table(), "zul", tmp_path / "a.png")
+    with pytest.raises(ValueError, match="consistency"):
+        plot_consistency_forest(decisions_table().drop("consistency"), "yor", tmp_path / "a.png")
+    with pytest.raises(ValueError, match="no task"):
+        consistency_forest_figure(decisions_table().clear(), title="empty")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,5 +1,7 @@
 """The HTML selection report: its content, escaping and self-containment; `finetasks-afr report`; and the
 pages as headless Chromium renders them (screenshot pixels, the DOM the browser built, images loaded).
+The "Ordering consistency" section, in report.md and in the HTML pages, lists every task with its interval
+or the reason it has none.
 
 Without chromium the browser tests skip, except under FINETASKS_AFR_REQUIRE_BROWSER=1 (CI, after
 `bash .ci/browser.sh`), where they fail.
@@ -21,13 +23,24 @@ import typer
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
-from analysis.config import load_config
+from analysis.config import Config, load_config
 from analysis.explore import BUNDLED_SWEEP
-from analysis.pipeline import analyse
-from analysis.report import HTML_TITLE, html_page_name, render_html_report, write_html_report
-from analysis.table import read_scores
+from analysis.pipeline import Analysis, analyse
+from analysis.report import (
+    CONSISTENCY_HEADER,
+    HTML_TITLE,
+    consistency_cells,
+    format_ci,
+    html_page_name,
+    render_html_report,
+    render_report,
+    write_html_report,
+)
+from analysis.table import LoadReport, read_scores
 from finetasks_afr.report_cli import report_command
 
+SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"
+CI_CELL = re.compile(r"^-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]$")  # "0.97 [0.90, 1.00]"
 BROWSER_TIMEOUT_S = 120
 WINDOW = (1280, 2000)
 
@@ -35,6 +48,14 @@ WINDOW = (1280, 2000)
 @pytest.fixture(scope="module")
 def demo() -> tuple:
     table, load_report = read_scores(BUNDLED_SWEEP)
+    config = load_config()
+    return table, load_report, config, analyse(table, config)
+
+
+@pytest.fixture(scope="module")
+def simulated() -> tuple:
+    """The simulated sweep: 4 runs, so ordering consistency is measurable."""
+    table, load_report = read_scores(SIMULATED)
     config = load_config()
     return table, load_report, config, analyse(table, config)
 
@@ -176,6 +197,108 @@ def test_written_atomically_and_deterministic(demo: tuple, tmp_path: Path) -> No
 def test_page_names_are_safe_and_distinct() -> None:
     assert html_page_name("yor") == "report_yor.html"
     assert html_page_name("a/b c") == "report_a_b_c.html"
+
+
+# ------------------------------------------------------------------------------ ordering consistency
+
+
+def _md_consistency_tables(markdown: str) -> dict[str, list[list[str]]]:
+    """{language: rows, header first} of each language's "### Ordering consistency" table in report.md."""
+    tables = {}
+    for section in markdown.split("\n## ")[1:]:
+        language, _, body = section.partition("\n")
+        if "### Ordering consistency\n" not in body:
+            continue
+        part = body.split("### Ordering consistency\n", 1)[1].split("\n### ", 1)[0]
+        lines = [line for line in part.splitlines() if line.startswith("| ")]
+        tables[language] = [[cell.strip("`") for cell in line[2:-2].split(" | ")] for line in lines]
+    return tables
+
+
+def _consistency_sections(
+    result: Analysis, config: Config, load_report: LoadReport, out_dir: Path
+) -> tuple[dict, dict]:
+    """({language: rows} of report.md, {language: rows} of the HTML pages) of the consistency section."""
+    args = (result.selection, config, load_report, result.ranking, {}, out_dir)
+    markdown, pages = render_report(*args), render_html_report(*args)
+    languages = sorted(result.selection.decisions.get_column("language").unique().to_list())
+    html = {language: _parse(pages[html_page_name(language)]).tables["consistency"] for language in languages}
+    return _md_consistency_tables(markdown), html
+
+
+def test_consistency_section_lists_every_task_with_its_interval(simulated: tuple, tmp_path: Path) -> None:
+    table, load_report, config, result = simulated
+    assert table.get_column("run").n_unique() == 4
+    chosen = result.selection.decisions.filter(pl.col("chosen"))
+    markdown_tables, html_tables = _consistency_sections(result, config, load_report, tmp_path)
+    languages = sorted(chosen.get_column("language").unique().to_list())
+    assert sorted(markdown_tables) == sorted(html_tables) == languages
+    for language in languages:
+        expected = chosen.filter(pl.col("language") == language)
+        for rows in (markdown_tables[language], html_tables[language]):
+            assert tuple(rows[0]) == CONSISTENCY_HEADER
+            assert rows[0] == ["task", "metric", "consistency [95% CI]", "step pairs", "decision acc.", "verdict"]
+            body = rows[1:]
+            # every task of the language, kept and dropped, once
+            assert sorted(r[0] for r in body) == sorted(expected.get_column("task").to_list())
+            assert {r[5] for r in body} == {"kept", "dropped"}
+            values = []
+            for task, metric, consistency, pairs, accuracy, verdict in body:
+                decision = expected.filter(pl.col("task") == task).row(0, named=True)
+                signal = result.signal.filter(
+                    (pl.col("task") == task) & (pl.col("fewshot") == decision["fewshot"]) & (pl.col("metric") == metric)
+                ).row(0, named=True)
+                assert metric == decision["metric"]
+                assert CI_CELL.match(consistency), (task, consistency)
+                assert consistency == format_ci(decision, "consistency")
+                assert pairs == str(signal["consistency_n_pairs"]) and signal["consistency_n_pairs"] > 0
+                assert accuracy == f"{decision['decision_accuracy']:.2f}"
+                assert verdict == ("kept" if decision["kept"] else "dropped")
+                values.append(decision["consistency"])
+            assert values == sorted(values, reverse=True), f"{language}: not highest consistency first"
+    # the least consistent dropped task (e.g. a reshuffling one) is listed with its interval
+    worst = chosen.filter(~pl.col("kept")).sort("consistency").row(0, named=True)
+    assert worst["consistency"] < 0.3
+    row = [worst["task"], worst["metric"], format_ci(worst, "consistency")]
+    assert row in [r[:3] for r in markdown_tables[worst["language"]]]
+    assert row in [r[:3] for r in html_tables[worst["language"]]]
+
+
+def test_consistency_section_says_why_with_two_runs(simulated: tuple, tmp_path: Path) -> None:
+    table, load_report, config, _ = simulated
+    runs = sorted(table.get_column("run").unique().to_list())[:2]
+    result = analyse(table.filter(pl.col("run").is_in(runs)), config)
+    chosen = result.selection.decisions.filter(pl.col("chosen"))
+    assert chosen.filter(~pl.col("kept")).height > 0
+    markdown_tables, html_tables = _consistency_sections(result, config, load_report, tmp_path)
+    for language, rows in [*markdown_tables.items(), *html_tables.items()]:
+        expected = chosen.filter(pl.col("language") == language)
+        assert sorted(r[0] for r in rows[1:]) == sorted(expected.get_column("task").to_list())
+        for task, _, consistency, pairs, accuracy, verdict in rows[1:]:
+            assert consistency == "consistency: needs >= 3 runs", (task, consistency)
+            assert pairs == "n/a"
+            assert re.fullmatch(r"\d\.\d\d", accuracy)  # two runs suffice for decision accuracy
+            assert verdict in ("kept", "dropped")
+
+
+def test_consistency_cells_never_leave_a_blank() -> None:
+    row = {"task": "t", "metric": "acc", "kept": False, "consistency": None, "decision_accuracy": None}
+    assert consistency_cells(row) == ["t", "acc", "consistency: not measurable", "n/a", "n/a", "dropped"]
+    row |= {
+        "consistency_reason": "consistency: tokens unknown",
+        "decision_reason": "decision accuracy: needs >= 2 runs",
+    }
+    assert consistency_cells(row)[2:5] == ["consistency: tokens unknown", "n/a", "n/a (needs >= 2 runs)"]
+    row |= {"consistency": 0.5, "consistency_ci_low": 0.25, "consistency_ci_high": 0.75, "consistency_n_pairs": 4}
+    assert consistency_cells(row)[2:4] == ["0.50 [0.25, 0.75]", "4"]
+
+
+def test_consistency_figure_is_linked(simulated: tuple, tmp_path: Path) -> None:
+    _, load_report, config, result = simulated
+    figures = {"consistency_amh": tmp_path / "figures" / "consistency_amh.png"}
+    args = (result.selection, config, load_report, result.ranking, figures, tmp_path)
+    assert "![ordering consistency amh](figures/consistency_amh.png)" in render_report(*args)
+    assert _parse(render_html_report(*args)["report_amh.html"]).images == ["figures/consistency_amh.png"]
 
 
 # ----------------------------------------------------------------------------------------------- CLI
