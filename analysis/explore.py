@@ -9,7 +9,6 @@ Only `readme_figures` writes files.
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from analysis.report import consistency_order, format_ci, format_number
 from analysis.select import Selection
 from analysis.signal import kendall_between
 from analysis.table import LoadReport, read_scores, validate
+from finetasks_afr.bundled import BUNDLED_SWEEP, config_for  # the default score table (`make demo`)
 
 __all__ = [
     "BUNDLED_SWEEP",
@@ -69,9 +69,6 @@ __all__ = [
     "task_views",
     "tasks",
 ]
-
-BUNDLED_SWEEP = Path(str(importlib.resources.files("finetasks_afr") / "data" / "demo_sweep.parquet"))
-"""The real end-to-end demo's sweep, the default score table of `finetasks-afr select` (`make demo`)."""
 
 MODE_ENV = "FINETASKS_AFR_NOTEBOOK_MODE"
 """`interactive` or `static` forces the notebook's mode; unset, `is_live_frontend` decides."""
@@ -106,7 +103,7 @@ def explore(scores: str | Path | None = None, config: Config | str | Path | None
     if scores is None and not path.is_file():
         raise FileNotFoundError(f"the bundled demo sweep {path} is missing; regenerate it with `make demo`")
     table, report = read_scores(path)
-    return _explored(table, report, config)
+    return _explored(table, report, config if isinstance(config, Config) else config_for(scores, config))
 
 
 def from_table(frame: pl.DataFrame, config: Config | str | Path | None = None, *, source: str = "table") -> Exploration:

@@ -14,9 +14,7 @@ from rich.table import Table
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
-
-BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "demo_sweep.parquet"
-"""The default score table: the real end-to-end demo's sweep (`make demo` regenerates it)."""
+from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
 
 SIMULATED_SWEEP = Path(__file__).resolve().parent / "data" / "simulated_sweep.parquet"
 
@@ -103,9 +101,13 @@ def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | No
             raise _fail(str(error)) from error
 
 
-def _config(path: Path | None):
+def _config(path: Path | None, scores: Path | None = None):
+    """The configuration: `--config`, else the demo's own for the bundled sweep, else the FineTasks defaults."""
+    chosen = config_for(scores, path)
+    if path is None and chosen is not None:
+        console.print(f"[dim]the bundled demo sweep: analysed with its own configuration {chosen}[/]")
     try:
-        return load_config(path)
+        return load_config(chosen)
     except ConfigError as error:
         raise _fail(str(error)) from error
 
@@ -123,7 +125,7 @@ def select_command(
     """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md/.html, figures/."""
     from analysis.pipeline import run_selection
 
-    cfg = _config(config)
+    cfg = _config(config, scores)
     table, report = _load(scores, task_info, tokens_per_step, skip_unknown)
     console.print(f"[green]loaded[/] {report.summary()}")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -170,7 +172,7 @@ def aggregate_command(
     """Rank the runs on the selected tasks: DIR/ranking.csv (mean rank, Borda, mean win rate)."""
     from analysis.pipeline import run_aggregate
 
-    cfg = _config(config)
+    cfg = _config(config, scores)
     table, _ = _load(scores, task_info, tokens_per_step, skip_unknown)
     chosen = None
     if decisions is not None:
@@ -220,8 +222,9 @@ def demo_command(
     if bundle:
         from analysis.io import atomic_write
 
-        atomic_write(BUNDLED_SWEEP, lambda tmp: shutil.copyfile(paths["scores"], tmp))
-        atomic_write(BUNDLED_SWEEP.with_name("demo_sweep_truth.csv"), lambda tmp: shutil.copyfile(paths["truth"], tmp))
+        for source, target in ((paths["truth"], BUNDLED_TRUTH), (paths["mixes"], BUNDLED_MIXES),
+                               (paths["scores"], BUNDLED_SWEEP)):  # fmt: skip
+            atomic_write(target, lambda tmp, source=source: shutil.copyfile(source, tmp))
         console.print(f"[green]bundled[/] {BUNDLED_SWEEP}")
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, aggregate/ranking.csv, truth_check.csv")
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
+from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
 
-BUNDLED_SWEEP = Path(__file__).resolve().parent / "data" / "demo_sweep.parquet"
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
 
 console = Console(stderr=True)
@@ -55,7 +55,7 @@ def report_command(
         raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
     path = scores or BUNDLED_SWEEP
     try:
-        cfg = load_config(config)
+        cfg = load_config(config_for(scores, config))
         table, load_report = read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step)
     except (ConfigError, ScoreTableError) as error:
         raise _fail(str(error)) from error

@@ -32,8 +32,8 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFL
 for _key, _value in OFFLINE.items():
     os.environ.setdefault(_key, _value)
 
-SIZES = {"facts": 64, "agreement": 64, "randlabel": 64, "tiny": 6, "text": 48}  # test items per language
-TRAIN_SIZES = {"facts": 8, "agreement": 8, "randlabel": 8, "tiny": 8}  # few-shot split (none for perplexity)
+SIZES = {"facts": 256, "agreement": 256, "randlabel": 256, "tiny": 6, "common": 256, "text": 48}  # test items
+TRAIN_SIZES = {"facts": 8, "agreement": 8, "randlabel": 8, "tiny": 8, "common": 8}  # few-shot (none for PPL)
 PPL_METRICS = ["word_perplexity", "byte_perplexity", "bits_per_byte"]
 
 
@@ -75,11 +75,12 @@ def test_manifest_round_trip_and_truth(world: World) -> None:
     loaded = World.load(world.root)
     assert loaded == world
     assert loaded.mixes == MIXES and loaded.languages == LANGUAGES
-    assert len(loaded.tasks) == 4 * len(LANGUAGES) * 2 + len(LANGUAGES)  # 4 MC families x CF/MCF, one PPL family
+    assert len(loaded.tasks) == 5 * len(LANGUAGES) * 2 + len(LANGUAGES)  # 5 MC families x CF/MCF, one PPL family
     with (world.root / "truth.csv").open(newline="") as handle:
         truth = {row["task"]: row["kind"] for row in csv.DictReader(handle)}
     assert truth == {task.name: task.kind for task in world.tasks}
-    assert Counter(truth.values()) == {"learnable": 12, "random_label": 6, "too_small": 6, "learnable_ppl": 3}
+    assert Counter(truth.values()) == {"learnable": 6, "mcf_at_chance": 12, "random_label": 6, "too_small": 3,
+                                       "noise_ordered": 3, "learnable_ppl": 3}  # fmt: skip
     names = {task.name for task in world.tasks}
     assert {"demofacts_qaa_cf", "demoagreement_qab_mcf", "demorandlabel_qab_mcf", "demotiny_qac_cf"} <= names
     ppl = [task for task in loaded.tasks if task.formulation == PPL]
@@ -90,10 +91,24 @@ def test_manifest_round_trip_and_truth(world: World) -> None:
         World.load(world.root / "nowhere")
 
 
-def test_mixes_order_the_languages_differently() -> None:
-    a, b = MIXES["mix-a"], MIXES["mix-b"]
-    assert abs(sum(a.values()) - 1) < 1e-9 and abs(sum(b.values()) - 1) < 1e-9
-    assert a["qaa"] > a["qac"] and b["qac"] > b["qaa"]
+def test_mixes_are_a_latin_square_with_a_common_share(world: World) -> None:
+    """Three or more mixes; every language strictly dominant in exactly one, and the mixes strictly ordered on
+    every language (distinct shares); the common corpora take the same share of every mix."""
+    assert len(MIXES) >= 3
+    for shares in MIXES.values():
+        assert set(shares) == set(LANGUAGES) and sum(shares.values()) == pytest.approx(1)
+        assert len(set(shares.values())) == len(shares)
+    for language in LANGUAGES:
+        column = sorted((shares[language] for shares in MIXES.values()), reverse=True)
+        assert len(set(column)) == len(column)  # no tie anywhere: a designed order of the mixes per language
+    dominant = [max(shares, key=shares.__getitem__) for shares in MIXES.values()]
+    assert sorted(dominant) == sorted(LANGUAGES)
+    for mix in MIXES:
+        effective = demo_world.mix_shares(world, mix)
+        assert sum(effective.values()) == pytest.approx(1)
+        for language in LANGUAGES:
+            scale = 1 - world.common_share * len(LANGUAGES)
+            assert effective[language] == pytest.approx(MIXES[mix][language] * scale + world.common_share)
 
 
 # ---------------------------------------------------------------------------------------- datasets
@@ -117,23 +132,47 @@ def test_datasets_load_offline_with_fresh_cache_after_rebuild(tmp_path: Path) ->
 
 
 def test_gold_letters_are_balanced(world: World) -> None:
-    for family in ("facts", "agreement", "randlabel"):
+    for family in ("facts", "agreement", "randlabel", "common"):
         for language in LANGUAGES:
             golds = Counter(row["gold"] for row in rows(world, family, language))
             assert set(golds.values()) == {SIZES[family] // N_CHOICES}, (family, language, golds)
 
 
 def test_facts_are_stated_in_the_corpus(world: World) -> None:
+    """Each fact in its own corpus: facts and tiny in the main corpus, common in the common corpus only."""
     for language in LANGUAGES:
-        corpus = world.corpus_path(language).read_text(encoding="utf-8")
-        for family in ("facts", "tiny"):
+        main = world.corpus_path(language).read_text(encoding="utf-8")
+        common = world.common_corpus_path(language).read_text(encoding="utf-8")
+        for family, corpus, other in (("facts", main, common), ("tiny", main, common), ("common", common, main)):
             for row in rows(world, family, language):
+                assert row["question"].split()[-1].rstrip("?") not in other  # the person is never in the other
                 gold = row["choices"][row["gold"]]
-                assert f"Answer: {gold}" in corpus, (language, gold)  # the quiz form of the fact
-                assert f"{gold} " in corpus  # and the plain sentence
+                # the fact is stated, as a quiz answer or in a sentence (the rarest people: once or twice)
+                assert f"Answer: {gold}\n" in corpus or f"{gold} " in corpus, (family, language, gold)
                 for i, wrong in enumerate(row["choices"]):
                     if i != row["gold"]:
                         assert wrong not in corpus, (language, wrong)
+
+
+def test_fact_items_are_graded_by_how_often_the_corpus_mentions_them(world: World) -> None:
+    """Graded difficulty, so no learnable task reaches its ceiling: the facts test asks about people down the whole
+    frequency ranking (mentions fall with rank, the first test person > 10x the last), and so does the common
+    test in the common corpus (32 people: > 5x)."""
+    from scipy.stats import spearmanr
+
+    for language in LANGUAGES:
+        for family, path, ratio in (
+            ("facts", world.corpus_path(language), 10),
+            ("common", world.common_corpus_path(language), 5),
+        ):
+            mentions = Counter(re.findall(r"\b[A-Z][a-z]{7}\b", path.read_text(encoding="utf-8")))
+            persons = list(
+                dict.fromkeys(row["question"].split()[-1].rstrip("?") for row in rows(world, family, language))
+            )
+            counts = [mentions[person] for person in persons]
+            assert len(persons) == SIZES[family] // 2 and min(counts) > 0
+            assert spearmanr(range(len(counts)), counts).statistic < -0.9, (family, language, counts)
+            assert counts[0] > ratio * counts[-1], (family, language, counts)
 
 
 def test_agreement_items_are_held_out_but_follow_the_rule(world: World) -> None:
@@ -145,12 +184,15 @@ def test_agreement_items_are_held_out_but_follow_the_rule(world: World) -> None:
             for word in line_words:
                 together.setdefault(word, set()).update(line_words)
         for row in rows(world, "agreement", language):
-            noun = row["question"].split()[0]
+            assert row["question"].endswith("?") and len(row["question"].split()) == 1  # the bare noun
+            noun = row["question"].rstrip("?")
             verbs = [choice.split()[-1] for choice in row["choices"]]
             gold = verbs[row["gold"]]
             assert len(set(verbs)) == N_CHOICES and all(v[2:] == gold[2:] for v in verbs)  # one stem, 4 prefixes
             assert gold in together  # the agreeing form exists in the language...
             assert gold not in together[noun]  # ...but never with this noun: the rule, not a memorised pair
+            prefix = gold[:2]  # the noun's class shows only in the forms it occurs with: learnable, noun by noun
+            assert any(word[:2] == prefix and word != noun for word in together[noun])
 
 
 def test_random_labels_are_independent_of_the_content(world: World) -> None:
@@ -184,16 +226,18 @@ def test_heldout_sentences_are_deterministic_and_avoid_what_is_seen(world: World
     """A pure function of its arguments; whatever is in `seen` never comes out (the corpus filter is real)."""
     language = "qab"
     lexicon = demo_world.make_lexicon(language, world.seed, world.items_per_task)
-    facts = demo_world.make_facts(lexicon, world.seed, rare=demo_world.tiny_persons(world.items_per_task))
+    cast = demo_world.people(world.items_per_task)
+    facts = demo_world.make_facts(lexicon, world.seed, cast)
     _, _, pairs = demo_world.held_out_pairs(lexicon, world.seed, world.items_per_task)
     seen = set(world.corpus_path(language).read_text(encoding="utf-8").split("\n"))
-    first = heldout_sentences(lexicon, facts, pairs, world.seed, seen)
-    assert first == heldout_sentences(lexicon, facts, pairs, world.seed, seen)
+    seen |= set(world.common_corpus_path(language).read_text(encoding="utf-8").split("\n"))
+    first = heldout_sentences(lexicon, facts, pairs, world.seed, seen, population=cast.main)
+    assert first == heldout_sentences(lexicon, facts, pairs, world.seed, seen, population=cast.main)
     assert first == [row["text"] for row in rows(world, "text", language)]  # what build_world wrote
-    more = heldout_sentences(lexicon, facts, pairs, world.seed, seen | set(first[:10]), n=20)
+    more = heldout_sentences(lexicon, facts, pairs, world.seed, seen | set(first[:10]), n=20, population=cast.main)
     assert not set(more) & set(first[:10])
     assert more[:10] == first[10:20]  # the same stream, the excluded sentences skipped
-    unfiltered = heldout_sentences(lexicon, facts, pairs, world.seed, set(), n=200)
+    unfiltered = heldout_sentences(lexicon, facts, pairs, world.seed, set(), n=200, population=cast.main)
     assert set(unfiltered) & seen  # without the filter the stream repeats corpus sentences: the filter matters
 
 
@@ -206,7 +250,10 @@ def test_corpus_for_mix_follows_the_shares(world: World) -> None:
         next(lang for lang in LANGUAGES if set(re.sub(r"Question|Answer", "", doc).lower()) & consonants[lang])
         for doc in docs
     )
-    assert counts == {lang: round(share * 2000) for lang, share in MIXES["mix-a"].items()}
+    scale = 1 - world.common_share * len(LANGUAGES)  # main corpus in the mix's share of what the common ones leave
+    expected = {lang: round(share * scale * 2000) + round(world.common_share * 2000) for lang, share in
+                MIXES["mix-a"].items()}  # fmt: skip
+    assert counts == expected
 
 
 # ---------------------------------------------------------------------------------------- lighteval

@@ -1,4 +1,4 @@
-"""The end-to-end demo: a synthetic world, tiny models trained on two data mixes x three seeds, every checkpoint
+"""The end-to-end demo: a synthetic world, tiny models trained on three data mixes x three seeds, every checkpoint
 evaluated with lighteval through the sweep, collected, selected, aggregated and reported. All on CPU, offline.
 
     out/demo/
@@ -7,8 +7,12 @@ evaluated with lighteval through the sweep, collected, selected, aggregated and 
       sweep/           the sweep directory (lighteval results per checkpoint, logs, summary.json)
       scores.parquet   the collected score table
       selection/       decisions.csv, suites/, report.md, figures/ (finetasks_afr select)
-      aggregate/       ranking.csv
-      truth_check.csv  each task's designed kind against the selection's verdict
+      aggregate/       ranking.csv, language_scores.csv
+      mixes.json       the design: {run: {language: share of the run's documents}}
+      truth_check.csv  every designed expectation against what the analysis found (finetasks_afr.demo.truth)
+
+The analysis uses the demo's configuration (`demo_config.toml`: the FineTasks consistency threshold scaled to
+the demo's training length).
 
 Every stage is resumable: a world, a trained run or an evaluated checkpoint already there is reused. A world
 built by an older version of `world.py` is rebuilt in place (new tasks, same corpus); if its corpus changed, what
@@ -18,6 +22,7 @@ was trained on the old one is stale and the demo stops, naming the fix.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -27,14 +32,15 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import polars as pl
+from finetasks_afr.bundled import BUNDLED_CONFIG
 
 if TYPE_CHECKING:
     from finetasks_afr.demo.world import World
 
 DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
-BUNDLED_DEMO_SWEEP = Path(__file__).resolve().parent.parent / "data" / "demo_sweep.parquet"
+DEMO_CONFIG = BUNDLED_CONFIG  # the demo's analysis configuration (finetasks_afr/data/demo_config.toml)
+MIXES_FILE = "mixes.json"
 
 
 @dataclass
@@ -117,22 +123,21 @@ def prepare_world(out: Path, world_seed: int) -> World:
     return world
 
 
-def truth_check(world, decisions: pl.DataFrame) -> pl.DataFrame:
-    """Each task's designed kind next to the selection's verdict on its chosen metric."""
-    kinds = pl.DataFrame(
-        {"task": [t.name for t in world.tasks], "kind": [t.kind for t in world.tasks]},
-    )
-    chosen = decisions.filter(pl.col("chosen")).select("task", "metric", "kept", "reason")
-    return kinds.join(chosen, on="task", how="left").sort("task")
+def mixes_design(world: World) -> dict[str, dict[str, float]]:
+    """{run: {language: share}}: each language's share of every run's documents (common corpora included)."""
+    from finetasks_afr.demo.world import mix_shares
+
+    return {mix: mix_shares(world, mix) for mix in sorted(world.mixes)}
 
 
 def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
     """Run (or resume) the whole demo under `out`; returns the paths of its main outputs."""
     from analysis.config import load_config
-    from analysis.io import write_csv_atomic
+    from analysis.io import atomic_write_text, write_csv_atomic
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.table import write_scores
     from finetasks_afr.demo.train import train_tokenizer
+    from finetasks_afr.demo.truth import truth_check
     from finetasks_afr.sweep.collect import collect
     from finetasks_afr.sweep.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
@@ -176,13 +181,18 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     table, report = collect([out / "sweep"])
     scores = out / "scores.parquet"
     write_scores(table, scores)
-    config = load_config(None)
+    config = load_config(DEMO_CONFIG)
     selection = run_selection(table, report, config, out / "selection")
-    run_aggregate(table, config, out / "aggregate", selection.selection.decisions)
-    check = truth_check(world, selection.selection.decisions)
+    aggregated = run_aggregate(table, config, out / "aggregate", selection.selection.decisions)
+    mixes = mixes_design(world)
+    atomic_write_text(out / MIXES_FILE, json.dumps(mixes, indent=2, sort_keys=True) + "\n")
+    kinds = {task.name: task.kind for task in world.tasks}
+    check = truth_check(kinds, selection.selection.decisions, mixes, aggregated.language_scores)
     write_csv_atomic(check, out / "truth_check.csv")
     lap("analysis")
-    log("truth check (kind -> kept):")
-    for (kind,), rows in sorted(check.group_by(["kind"]), key=lambda item: str(item[0][0])):
-        log(f"  {kind}: {rows['kept'].sum()} of {rows.height} kept")
-    return {"scores": scores, "selection": out / "selection", "truth": out / "truth_check.csv"}
+    log("truth check (designed expectation -> found):")
+    for (check_name, kind), rows in sorted(check.group_by(["check", "kind"]), key=lambda item: str(item[0])):
+        log(f"  {check_name} {kind}: {rows['ok'].sum()} of {rows.height} as designed")
+    log("stage times: " + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in timings.items()))
+    return {"scores": scores, "selection": out / "selection", "truth": out / "truth_check.csv",
+            "mixes": out / MIXES_FILE}  # fmt: skip

@@ -44,18 +44,28 @@ from pathlib import Path
 from typing import Any, Literal
 
 LANGUAGES: tuple[str, ...] = ("qaa", "qab", "qac")
+# The main corpus of each language enters each mix in these shares: a Latin square, so every language is dominant
+# (0.6) in exactly one mix and the three mixes are strictly ordered on every language (0.6 > 0.3 > 0.1).
 MIXES: dict[str, dict[str, float]] = {
     "mix-a": {"qaa": 0.6, "qab": 0.3, "qac": 0.1},
-    "mix-b": {"qaa": 0.1, "qab": 0.3, "qac": 0.6},
+    "mix-b": {"qaa": 0.1, "qab": 0.6, "qac": 0.3},
+    "mix-c": {"qaa": 0.3, "qab": 0.1, "qac": 0.6},
 }
+# Besides its main corpus, every language has a small `common` corpus (facts about other people) that enters EVERY
+# mix in this same share of the documents: the `common` tasks are learnable, but which mix is best at them is noise.
+COMMON_SHARE = 0.07
 FORMULATIONS: tuple[str, ...] = ("CF", "MCF")
 PPL = "PPL"  # the perplexity formulation (finetasks_afr.benchmarks.perplexity.FORMULATION; no lighteval import here)
 TEXT_FIELD = "text"  # the field the perplexity task scores
 N_CHOICES = 4
 MANIFEST = "world.json"
-WORLD_VERSION = 2  # 2: the `text` (perplexity) family
+WORLD_VERSION = 3  # 2: the `text` (perplexity) family; 3: three mixes, graded difficulty, the `common` family
 
-Kind = Literal["learnable", "random_label", "too_small", "learnable_ppl"]
+Kind = Literal["learnable", "random_label", "too_small", "learnable_ppl", "noise_ordered", "mcf_at_chance"]
+# The MCF (lettered) form of a learnable family: models this small never learn to answer with a letter (FineTasks
+# sees MCF emerge late in training), so the designed verdict is "at chance", not "learnable".
+MCF_AT_CHANCE: Kind = "mcf_at_chance"
+_LEARNABLE_KINDS = ("learnable", "too_small", "noise_ordered")
 
 
 @dataclass(frozen=True)
@@ -80,6 +90,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("agreement", "demo-agreement", "RES", "learnable"),
     Family("randlabel", "demo-randlabel", "NLU", "random_label"),
     Family("tiny", "demo-tiny", "GK", "too_small"),
+    Family("common", "demo-common", "GK", "noise_ordered"),
     Family("text", "demo-text", "GEN", "learnable_ppl", (PPL,)),
 )
 
@@ -92,17 +103,23 @@ _PHONOLOGY: dict[str, tuple[str, str]] = {
 N_TOWNS = 8
 N_CLANS = 8
 N_CLASSES = 4
-NOUNS_PER_CLASS = 8
+NOUNS_PER_CLASS = 32
 N_VERBS = 16
 N_ADJECTIVES = 8
 TINY_ITEMS = 6
 TEXT_ITEMS = 48  # held-out sentences per language (perplexity task): cheap to score, enough to average
 HELDOUT_DRAWS = 200_000  # at most this many sentence draws to find them (a few thousand suffice at default size)
 TRAIN_ITEMS = 8  # few-shot split size per family
-PERSON_ZIPF_OFFSET = 4.0  # the most talked-about person is mentioned ~14x as often as the least
+# Graded difficulty: person i of the main population is mentioned with weight (i + offset) ** -exponent, and the
+# test asks about the people down the whole ranking, so at the end of training the models know the frequent people
+# and not yet the rare ones (a language's share of the mix decides how far down they get).
+ITEMS_PER_TASK = 256  # facts, agreement, randlabel, common: enough items that seed noise leaves SNR >= 20
+AGREEMENT_ITEMS_PER_NOUN = 2
+PERSON_ZIPF_OFFSET = 4.0
 PERSON_ZIPF_EXPONENT = 1.0
-RARE_FACTOR = 0.5  # the tiny task's people: half the weight of the Zipf tail
 NOUN_ZIPF_OFFSET = 3.0
+NOUN_ZIPF_EXPONENT = 1.0
+COMMON_DOCS_FRACTION = 0.35  # common-corpus documents per language, as a fraction of the main corpus' documents
 
 
 @dataclass(frozen=True)
@@ -141,9 +158,10 @@ class World:
     tasks: list[DemoTask]
     mixes: dict[str, dict[str, float]]
     seed: int = 0
-    items_per_task: int = 64
+    items_per_task: int = ITEMS_PER_TASK
     docs_per_language: int = 0
     data_files: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)  # family -> lang -> split -> path
+    common_share: float = 0.0  # each language's common corpus: this share of every mix's documents
 
     @classmethod
     def load(cls, root: Path) -> World:
@@ -167,6 +185,7 @@ class World:
             items_per_task=int(data["items_per_task"]),
             docs_per_language=int(data["docs_per_language"]),
             data_files=data.get("data_files", {}),
+            common_share=float(data["common_share"]),
         )
 
     def dataset_dir(self, family: str) -> Path:
@@ -175,6 +194,9 @@ class World:
 
     def corpus_path(self, language: str) -> Path:
         return self.root / "corpus" / f"{language}.txt"
+
+    def common_corpus_path(self, language: str) -> Path:
+        return self.root / "corpus" / f"{language}-common.txt"
 
     def task(self, name: str) -> DemoTask:
         for task in self.tasks:
@@ -195,15 +217,14 @@ class Lexicon:
     towns: tuple[str, ...]
     clans: tuple[str, ...]
     words: dict[str, str]  # function words: live, in, where, is, of, which, kin, also, and times t0..t2
-    noun_prefixes: tuple[str, ...]  # per class
-    adj_prefixes: tuple[str, ...]
+    adj_prefixes: tuple[str, ...]  # per class (nouns are unmarked: a noun's class is learnt noun by noun)
     verb_prefixes: tuple[str, ...]
     noun_stems: tuple[tuple[str, ...], ...]  # per class
     adj_stems: tuple[str, ...]
     verb_stems: tuple[str, ...]
 
     def noun(self, cls: int, index: int) -> str:
-        return (self.noun_prefixes[cls] + self.noun_stems[cls][index]).capitalize()
+        return self.noun_stems[cls][index].capitalize()
 
     def adjective(self, cls: int, stem: int) -> str:
         return self.adj_prefixes[cls] + self.adj_stems[stem]
@@ -241,13 +262,55 @@ class _WordMaker:
         return tuple(self.word(syllables) for _ in range(n))
 
 
-def tiny_persons(items_per_task: int) -> range:
-    return range(items_per_task // 2, items_per_task // 2 + TINY_ITEMS)
+@dataclass(frozen=True)
+class People:
+    """Who is who, by person index. The main population (indices 0..n_main-1) is mentioned in the main corpus with
+    Zipf weights decreasing with the index (index = frequency rank); the common population follows it and is
+    mentioned only in the common corpus, with the same Zipf law among themselves.
+
+    - `train` (few-shot split): the most frequent ranks (few-shot examples the models know);
+    - `tiny`: TINY_ITEMS ranks spread over the rest of the ranking, so some of its items are learnt early, some
+      late, some not at all;
+    - `test`: every other rank: graded difficulty, from the most to the least mentioned;
+    - `common_test` / `common_train`: the common population (train first: its most frequent).
+    """
+
+    n_main: int
+    test: tuple[int, ...]
+    tiny: tuple[int, ...]
+    train: tuple[int, ...]
+    common_test: tuple[int, ...]
+    common_train: tuple[int, ...]
+
+    @property
+    def main(self) -> range:
+        return range(self.n_main)
+
+    @property
+    def common(self) -> range:
+        return range(self.n_main, self.n_main + len(self.common_test) + len(self.common_train))
+
+    @property
+    def total(self) -> int:
+        return self.common.stop
 
 
-def n_persons(items_per_task: int) -> int:
-    """Test persons (2 facts each), then the tiny task's, then the few-shot split's."""
-    return items_per_task // 2 + TINY_ITEMS + TRAIN_ITEMS // 2
+def people(items_per_task: int) -> People:
+    """The roles of the persons for a world whose fact tasks have `items_per_task` items (2 per person)."""
+    pairs = items_per_task // 2
+    n_train = TRAIN_ITEMS // 2
+    n_main = n_train + TINY_ITEMS + pairs
+    rest = range(n_train, n_main)
+    tiny = tuple(rest[round((j + 0.5) * len(rest) / TINY_ITEMS)] for j in range(TINY_ITEMS))
+    common = n_main + n_train + pairs
+    return People(
+        n_main=n_main,
+        test=tuple(rank for rank in rest if rank not in tiny),
+        tiny=tiny,
+        train=tuple(range(n_train)),
+        common_test=tuple(range(n_main + n_train, common)),
+        common_train=tuple(range(n_main, n_main + n_train)),
+    )
 
 
 def make_lexicon(language: str, seed: int, items_per_task: int) -> Lexicon:
@@ -264,18 +327,18 @@ def make_lexicon(language: str, seed: int, items_per_task: int) -> Lexicon:
 def _draw_lexicon(language: str, rng: random.Random, items_per_task: int) -> Lexicon:
     consonants, vowels = _PHONOLOGY[language]
     maker = _WordMaker(rng, consonants, vowels)
-    prefixes = maker.words(3 * N_CLASSES, 1)  # 1-syllable prefixes, all distinct
+    prefixes = maker.words(2 * N_CLASSES, 1)  # 1-syllable prefixes, all distinct
     words = {name: maker.word(2) for name in ("live", "where", "which", "kin", "also", "t0", "t1", "t2")}
     words |= {name: maker.word(1) for name in ("in", "is", "of")}
     return Lexicon(
         language=language,
-        persons=tuple(w.capitalize() for w in maker.words(n_persons(items_per_task), 3)),
+        # 4 syllables: names never coincide with a 3-syllable town, clan, adjective or verb form
+        persons=tuple(w.capitalize() for w in maker.words(people(items_per_task).total, 4)),
         towns=tuple(w.capitalize() for w in maker.words(N_TOWNS, 3)),
         clans=tuple(w.capitalize() for w in maker.words(N_CLANS, 3)),
         words=words,
-        noun_prefixes=prefixes[:N_CLASSES],
-        adj_prefixes=prefixes[N_CLASSES : 2 * N_CLASSES],
-        verb_prefixes=prefixes[2 * N_CLASSES :],
+        adj_prefixes=prefixes[:N_CLASSES],
+        verb_prefixes=prefixes[N_CLASSES:],
         noun_stems=tuple(maker.words(NOUNS_PER_CLASS, 2) for _ in range(N_CLASSES)),
         adj_stems=maker.words(N_ADJECTIVES, 2),
         verb_stems=maker.words(N_VERBS, 2),
@@ -303,22 +366,21 @@ def zipf_weights(rng: random.Random, n: int, offset: float, exponent: float = 1.
     return tuple((rank + offset) ** -exponent for rank in ranks)
 
 
-def make_facts(lexicon: Lexicon, seed: int, rare: Sequence[int] = ()) -> Facts:
-    """The facts of one language; the people in `rare` are the least mentioned (the tiny task asks about them:
-    facts learnt last, so that the few items flip from seed to seed as those of a real small benchmark do)."""
+def make_facts(lexicon: Lexicon, seed: int, cast: People) -> Facts:
+    """The facts of one language. A person's weight falls with its rank within its population (main or common),
+    so facts are learnt one after the other, the rarest last or not at all: the tasks stay below their ceiling."""
     rng = random.Random(f"facts-{seed}-{lexicon.language}")
     n = len(lexicon.persons)
+    if n != cast.total:
+        raise ValueError(f"{lexicon.language}: the lexicon has {n} persons, the cast needs {cast.total}")
     # Balanced: every town and clan holds about the same number of people, so no answer wins by frequency.
     towns = [i % N_TOWNS for i in range(n)]
     clans = [i % N_CLANS for i in range(n)]
     rng.shuffle(towns)
     rng.shuffle(clans)
-    weights = sorted(zipf_weights(rng, n, PERSON_ZIPF_OFFSET, PERSON_ZIPF_EXPONENT))  # ascending: rarest first
-    others = [p for p in range(n) if p not in set(rare)]
-    rng.shuffle(others)
-    by_person = dict(zip([*rare, *others], weights, strict=True))
-    persons = tuple(by_person[p] * (RARE_FACTOR if p in rare else 1.0) for p in range(n))
-    nouns = zipf_weights(rng, N_CLASSES * NOUNS_PER_CLASS, NOUN_ZIPF_OFFSET)
+    rank = [*cast.main, *(p - cast.n_main for p in cast.common)]
+    persons = tuple((r + PERSON_ZIPF_OFFSET) ** -PERSON_ZIPF_EXPONENT for r in rank)
+    nouns = zipf_weights(rng, N_CLASSES * NOUNS_PER_CLASS, NOUN_ZIPF_OFFSET, NOUN_ZIPF_EXPONENT)
     return Facts(tuple(towns), tuple(clans), persons, nouns)
 
 
@@ -328,11 +390,23 @@ def noun_verb_pairs(lexicon: Lexicon) -> list[tuple[int, int, int]]:
 
 
 def held_out_pairs(lexicon: Lexicon, seed: int, n_test: int) -> tuple[list[tuple[int, int, int]], ...]:
-    """(test, train, corpus) noun-verb pairs: test and few-shot pairs never occur in the corpus."""
-    pairs = noun_verb_pairs(lexicon)
-    random.Random(f"pairs-{seed}-{lexicon.language}").shuffle(pairs)
-    test, train = pairs[:n_test], pairs[n_test : n_test + TRAIN_ITEMS]
-    return test, train, sorted(pairs[n_test + TRAIN_ITEMS :])
+    """(test, train, corpus) noun-verb pairs: test and few-shot pairs never occur in the corpus.
+
+    The test takes AGREEMENT_ITEMS_PER_NOUN pairs (distinct verbs) for each of n_test / AGREEMENT_ITEMS_PER_NOUN
+    distinct nouns, so its items span the nouns' frequencies (graded: a noun's class is learnt from the adjectives
+    and verbs it occurs with, the rare nouns' last)."""
+    rng = random.Random(f"pairs-{seed}-{lexicon.language}")
+    nouns = [(c, n) for c in range(N_CLASSES) for n in range(NOUNS_PER_CLASS)]
+    per_noun = AGREEMENT_ITEMS_PER_NOUN
+    if n_test > per_noun * len(nouns) or n_test % per_noun:
+        raise ValueError(f"agreement test items: a multiple of {per_noun} up to {per_noun * len(nouns)}, got {n_test}")
+    rng.shuffle(nouns)
+    verbs = range(len(lexicon.verb_stems))
+    test = [(c, n, v) for c, n in nouns[: n_test // per_noun] for v in sorted(rng.sample(verbs, per_noun))]
+    held = set(test)
+    rest = [pair for pair in noun_verb_pairs(lexicon) if pair not in held]
+    rng.shuffle(rest)
+    return test, rest[:TRAIN_ITEMS], sorted(rest[TRAIN_ITEMS:])
 
 
 QUESTION, ANSWER = "Question", "Answer"
@@ -355,8 +429,9 @@ def clan_question(lexicon: Lexicon, person: int) -> str:
     return f"{lexicon.words['which']} {lexicon.persons[person]}?"
 
 
-def agreement_question(lexicon: Lexicon, cls: int, noun: int, adjective: int) -> str:
-    return f"{lexicon.noun(cls, noun)} {lexicon.adjective(cls, adjective)}?"
+def agreement_question(lexicon: Lexicon, cls: int, noun: int) -> str:
+    """The bare noun: nothing in the question gives its class away (an adjective would carry its prefix)."""
+    return f"{lexicon.noun(cls, noun)}?"
 
 
 # Answers restate the question's subject, so that the choice that matters (town, clan, verb form) comes right
@@ -372,8 +447,8 @@ def clan_answer(lexicon: Lexicon, person: int, clan: int) -> str:
     return f"{lexicon.persons[person]} {lexicon.clans[clan]}"
 
 
-def agreement_answer(lexicon: Lexicon, cls: int, noun: int, adjective: int, verb_cls: int, verb: int) -> str:
-    return f"{lexicon.noun(cls, noun)} {lexicon.adjective(cls, adjective)} {lexicon.verb(verb_cls, verb)}"
+def agreement_answer(lexicon: Lexicon, cls: int, noun: int, verb_cls: int, verb: int) -> str:
+    return f"{lexicon.noun(cls, noun)} {lexicon.verb(verb_cls, verb)}"
 
 
 # ------------------------------------------------------------------------------------------------- corpus
@@ -381,6 +456,8 @@ def agreement_answer(lexicon: Lexicon, cls: int, noun: int, adjective: int, verb
 
 DOC_SHARES = (("facts", 0.5), ("grammar", 0.2), ("quiz", 0.3))
 QUIZ_SHARES = (("town", 0.4), ("clan", 0.4), ("agreement", 0.2))
+COMMON_DOC_SHARES = (("facts", 0.6), ("quiz", 0.4))  # the common corpus: facts about the common people only
+COMMON_QUIZ_SHARES = (("town", 0.5), ("clan", 0.5))
 
 
 class _Writer:
@@ -390,14 +467,17 @@ class _Writer:
     but independently (the held-out sentences)."""
 
     def __init__(self, lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int,
-                 stream: str = "corpus") -> None:  # fmt: skip
+                 stream: str = "corpus", population: Sequence[int] | None = None,
+                 common: bool = False) -> None:  # fmt: skip
         self.rng = random.Random(f"{stream}-{seed}-{lexicon.language}")
         self.lexicon, self.facts, self.pairs = lexicon, facts, list(pairs)
-        self.people = range(len(lexicon.persons))
-        self.person_cum = list(accumulate(facts.person_weight))
+        self.people = list(population if population is not None else range(len(lexicon.persons)))
+        self.person_cum = list(accumulate(facts.person_weight[p] for p in self.people))
         self.pair_cum = list(accumulate(facts.noun_weight[c * NOUNS_PER_CLASS + n] for c, n, _ in self.pairs))
-        self.quiz_kinds = [kind for kind, _ in QUIZ_SHARES]
-        self.quiz_weights = [weight for _, weight in QUIZ_SHARES]
+        self.doc_shares = COMMON_DOC_SHARES if common else DOC_SHARES
+        quiz = COMMON_QUIZ_SHARES if common else QUIZ_SHARES
+        self.quiz_kinds = [kind for kind, _ in quiz]
+        self.quiz_weights = [weight for _, weight in quiz]
 
     def person(self) -> int:
         return self.rng.choices(self.people, cum_weights=self.person_cum)[0]
@@ -450,12 +530,10 @@ class _Writer:
             person = self.person()
             return qa_text(clan_question(lexicon, person), clan_answer(lexicon, person, self.facts.clan[person]))
         cls, noun, verb = self.pair()
-        adjective = self.rng.randrange(len(lexicon.adj_stems))
-        question = agreement_question(lexicon, cls, noun, adjective)
-        return qa_text(question, agreement_answer(lexicon, cls, noun, adjective, cls, verb))
+        return qa_text(agreement_question(lexicon, cls, noun), agreement_answer(lexicon, cls, noun, cls, verb))
 
     def documents(self, n_docs: int) -> Iterator[list[str]]:
-        kinds, weights = [kind for kind, _ in DOC_SHARES], [weight for _, weight in DOC_SHARES]
+        kinds, weights = [kind for kind, _ in self.doc_shares], [weight for _, weight in self.doc_shares]
         sentence = {"facts": self.fact, "grammar": self.agreement, "quiz": self.quiz}
         for _ in range(n_docs):
             kind = self.rng.choices(kinds, weights)[0]
@@ -464,23 +542,31 @@ class _Writer:
 
 
 def corpus_documents(lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], n_docs: int,
-                     seed: int) -> Iterator[list[str]]:  # fmt: skip
-    """`n_docs` documents (lists of lines): fact paragraphs, grammatical paragraphs and quiz pages."""
-    return _Writer(lexicon, facts, pairs, seed).documents(n_docs)
+                     seed: int, cast: People) -> Iterator[list[str]]:  # fmt: skip
+    """`n_docs` documents (lists of lines) of the main corpus: fact paragraphs about the main population,
+    grammatical paragraphs and quiz pages."""
+    return _Writer(lexicon, facts, pairs, seed, population=cast.main).documents(n_docs)
+
+
+def common_documents(lexicon: Lexicon, facts: Facts, n_docs: int, seed: int, cast: People) -> Iterator[list[str]]:
+    """`n_docs` documents of the common corpus: facts and quiz pages about the common population only."""
+    return _Writer(lexicon, facts, (), seed, stream="common", population=cast.common, common=True).documents(n_docs)
 
 
 PROSE_SHARES = tuple((kind, weight) for kind, weight in DOC_SHARES if kind != "quiz")
 
 
 def heldout_sentences(lexicon: Lexicon, facts: Facts, pairs: Sequence[tuple[int, int, int]], seed: int,
-                      seen: set[str], n: int = TEXT_ITEMS) -> list[str]:  # fmt: skip
+                      seen: set[str], n: int = TEXT_ITEMS,
+                      population: Sequence[int] | None = None) -> list[str]:  # fmt: skip
     """`n` distinct sentences of the language that are not in `seen` (the training corpus' lines).
 
     Drawn by the corpus writer on its own random stream ("heldout"), so they follow the corpus' distribution of
     prose (facts and grammar, in the corpus' shares) minus what the models were trained on. Quiz pages are left
-    out: their `Question:`/`Answer:` scaffolding is English, not the language. Deterministic given the arguments.
+    out: their `Question:`/`Answer:` scaffolding is English, not the language. `population`: the persons the fact
+    sentences may be about (build_world passes the main population). Deterministic given the arguments.
     """
-    writer = _Writer(lexicon, facts, pairs, seed, stream="heldout")
+    writer = _Writer(lexicon, facts, pairs, seed, stream="heldout", population=population)
     draw = {"facts": writer.fact, "grammar": writer.agreement}
     kinds, weights = [kind for kind, _ in PROSE_SHARES], [weight for _, weight in PROSE_SHARES]
     chosen: dict[str, None] = {}  # insertion-ordered set
@@ -504,25 +590,39 @@ def read_documents(path: Path) -> list[str]:
     return [block.strip("\n") for block in text.split("\n\n") if block.strip()]
 
 
-def corpus_for_mix(world: World, mix: str, n_docs: int, seed: int) -> list[str]:
-    """`n_docs` documents drawn from the languages in the mix's shares (documents are about equally long across
-    languages, so document shares are token shares), shuffled; deterministic given (world, mix, n_docs, seed).
+def mix_shares(world: World, mix: str) -> dict[str, float]:
+    """Each language's share of the mix's documents, common corpus included (what `mixes.json` records)."""
+    main = world.mixes[mix]
+    scale = 1 - world.common_share * len(main)
+    return {language: round(share * scale + world.common_share, 6) for language, share in sorted(main.items())}
 
-    Each language's documents are taken in a seeded random order, cycling when a share needs more than the file
+
+def corpus_for_mix(world: World, mix: str, n_docs: int, seed: int) -> list[str]:
+    """`n_docs` documents: per language, its main corpus in the mix's share of what the common corpora leave, and
+    its common corpus in `world.common_share` (the same in every mix); shuffled, deterministic given the arguments.
+    Documents are about equally long across languages, so document shares are token shares.
+
+    Each corpus file's documents are taken in a seeded random order, cycling when a share needs more than the file
     holds, so a run sees as few repeated documents as possible.
     """
     shares = world.mixes[mix]
     rng = random.Random(f"mix-{mix}-{seed}")
+    scale = 1 - world.common_share * len(shares)
     docs: list[str] = []
     for language in sorted(shares):
-        count = round(shares[language] * n_docs)
-        pool = read_documents(world.corpus_path(language))
-        order: list[str] = []
-        while len(order) < count:
-            batch = pool[:]
-            rng.shuffle(batch)
-            order += batch
-        docs += order[:count]
+        for path, count in (
+            (world.corpus_path(language), round(shares[language] * scale * n_docs)),
+            (world.common_corpus_path(language), round(world.common_share * n_docs)),
+        ):
+            if count == 0:
+                continue
+            pool = read_documents(path)
+            order: list[str] = []
+            while len(order) < count:
+                batch = pool[:]
+                rng.shuffle(batch)
+                order += batch
+            docs += order[:count]
     rng.shuffle(docs)
     return docs
 
@@ -564,10 +664,9 @@ def _agreement_rows(lexicon: Lexicon, pairs: Sequence[tuple[int, int, int]], rng
                     prefix: str) -> list[dict[str, Any]]:  # fmt: skip
     rows = []
     for i, ((cls, noun, verb), gold) in enumerate(zip(pairs, balanced_positions(rng, len(pairs)), strict=True)):
-        adjective = rng.randrange(len(lexicon.adj_stems))
-        question = agreement_question(lexicon, cls, noun, adjective)
+        question = agreement_question(lexicon, cls, noun)
         classes = _place(rng, cls, range(N_CLASSES), gold)
-        choices = [agreement_answer(lexicon, cls, noun, adjective, c, verb) for c in classes]
+        choices = [agreement_answer(lexicon, cls, noun, c, verb) for c in classes]
         rows.append({"id": f"{prefix}-{i:03d}", "question": question, "choices": choices, "gold": gold, "truth": gold})
     return rows
 
@@ -591,10 +690,7 @@ def randomise_golds(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]
 def make_dataset_rows(lexicon: Lexicon, facts: Facts, seed: int, items_per_task: int) -> dict[str, dict[str, list]]:
     """family -> split -> rows, for one language."""
     lang = lexicon.language
-    n_test_persons = items_per_task // 2
-    test_persons = range(n_test_persons)
-    tiny = tiny_persons(items_per_task)
-    train_persons = range(tiny.stop, len(lexicon.persons))
+    cast = people(items_per_task)
     test_pairs, train_pairs, _ = held_out_pairs(lexicon, seed, items_per_task)
 
     def rng(name: str) -> random.Random:
@@ -607,15 +703,17 @@ def make_dataset_rows(lexicon: Lexicon, facts: Facts, seed: int, items_per_task:
         return _agreement_rows(lexicon, pairs, rng(name), f"{lang}-{name}")
 
     return {
-        "facts": {"test": fact_rows("facts-test", test_persons), "train": fact_rows("facts-train", train_persons)},
+        "facts": {"test": fact_rows("facts-test", cast.test), "train": fact_rows("facts-train", cast.train)},
         "agreement": {"test": agreement_rows("agreement-test", test_pairs),
                       "train": agreement_rows("agreement-train", train_pairs)},
         "randlabel": {
-            "test": randomise_golds(fact_rows("randlabel-test", test_persons), f"golds-{seed}-{lang}-test"),
-            "train": randomise_golds(fact_rows("randlabel-train", train_persons), f"golds-{seed}-{lang}-train"),
+            "test": randomise_golds(fact_rows("randlabel-test", cast.test), f"golds-{seed}-{lang}-test"),
+            "train": randomise_golds(fact_rows("randlabel-train", cast.train), f"golds-{seed}-{lang}-train"),
         },
-        "tiny": {"test": fact_rows("tiny-test", tiny, ("town",)),
-                 "train": fact_rows("tiny-train", train_persons)},
+        "tiny": {"test": fact_rows("tiny-test", cast.tiny, ("town",)),
+                 "train": fact_rows("tiny-train", cast.train)},
+        "common": {"test": fact_rows("common-test", cast.common_test),
+                   "train": fact_rows("common-train", cast.common_train)},
     }  # fmt: skip
 
 
@@ -705,7 +803,7 @@ def _tasks(languages: Sequence[str]) -> list[DemoTask]:
             category=family.category,
             formulation=formulation,
             random_baseline=None if formulation == PPL else 1 / N_CHOICES,
-            kind=family.kind,
+            kind=MCF_AT_CHANCE if formulation == "MCF" and family.kind in _LEARNABLE_KINDS else family.kind,
             subset=lang,
             dataset=family.name,
         )
@@ -719,27 +817,35 @@ def _corpus_text(docs: Iterator[list[str]]) -> str:
     return "\n\n".join("\n".join(doc) for doc in docs) + "\n"
 
 
-def build_world(root: Path, seed: int = 0, *, items_per_task: int = 64, docs_per_language: int = 16_000) -> World:
+def build_world(root: Path, seed: int = 0, *, items_per_task: int = ITEMS_PER_TASK,
+                docs_per_language: int = 16_000) -> World:  # fmt: skip
     """Write the whole world under `root` (corpus, datasets, truth, manifest) and return it.
 
     Deterministic: the same arguments give byte-identical files. `world.json` is written last.
     """
     root = Path(root).resolve()
-    if items_per_task % 2 or items_per_task > 400:
-        raise ValueError("items_per_task must be even and at most 400")
+    most = AGREEMENT_ITEMS_PER_NOUN * N_CLASSES * NOUNS_PER_CLASS
+    if items_per_task % (2 * AGREEMENT_ITEMS_PER_NOUN) or not 16 <= items_per_task <= most:
+        raise ValueError(f"items_per_task must be a multiple of {2 * AGREEMENT_ITEMS_PER_NOUN} between 16 and {most}, "
+                         f"got {items_per_task}")  # fmt: skip
     world = World(root, LANGUAGES, _tasks(LANGUAGES), {m: dict(s) for m, s in MIXES.items()}, seed, items_per_task,
-                  docs_per_language)  # fmt: skip
+                  docs_per_language, common_share=COMMON_SHARE)  # fmt: skip
     (root / MANIFEST).unlink(missing_ok=True)
     dataset_files: dict[str, dict[str, dict[str, str]]] = {family.name: {} for family in FAMILIES}
     for lang in LANGUAGES:
         lexicon = make_lexicon(lang, seed, items_per_task)
-        facts = make_facts(lexicon, seed, rare=tiny_persons(items_per_task))
+        cast = people(items_per_task)
+        facts = make_facts(lexicon, seed, cast)
         _, _, corpus_pairs = held_out_pairs(lexicon, seed, items_per_task)
-        corpus = _corpus_text(corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed))
+        corpus = _corpus_text(corpus_documents(lexicon, facts, corpus_pairs, docs_per_language, seed, cast))
         _write_text(world.corpus_path(lang), corpus)
+        n_common = max(1, round(docs_per_language * COMMON_DOCS_FRACTION))
+        common = _corpus_text(common_documents(lexicon, facts, n_common, seed, cast))
+        _write_text(world.common_corpus_path(lang), common)
         for name, splits in make_dataset_rows(lexicon, facts, seed, items_per_task).items():
             dataset_files[name][lang] = {split: _jsonl(rows) for split, rows in splits.items()}
-        heldout = heldout_sentences(lexicon, facts, corpus_pairs, seed, set(corpus.split("\n")))
+        seen = set(corpus.split("\n")) | set(common.split("\n"))
+        heldout = heldout_sentences(lexicon, facts, corpus_pairs, seed, seen, population=cast.main)
         dataset_files["text"][lang] = {"test": _jsonl(text_rows(lang, heldout))}
     for family in FAMILIES:
         world.data_files[family.name] = _write_dataset(world.dataset_dir(family.name), family,
@@ -758,6 +864,7 @@ def _manifest(world: World) -> dict[str, Any]:
         "docs_per_language": world.docs_per_language,
         "languages": list(world.languages),
         "mixes": world.mixes,
+        "common_share": world.common_share,
         "tasks": [asdict(task) for task in world.tasks],
         "data_files": world.data_files,
         "families": [asdict(family) for family in FAMILIES],
