@@ -27,6 +27,7 @@ from analysis.plots import (
     consistency_forest_figure,
     figure_png,
     formulation_curves_figure,
+    plot_consistency_forest,
     plot_criteria_overview,
     plot_training_curves,
     run_order_figure,
@@ -521,7 +522,8 @@ def readme_figures(out_dir: Path, scores: str | Path | None = None) -> list[Path
 
     In the language whose best kept task has the largest margin: that task's training curves
     (`demo_curves_kept.png`), the most clearly dropped task of the same formulation
-    (`demo_curves_dropped.png`), and the language's criteria overview (`demo_criteria.png`).
+    (`demo_curves_dropped.png`), the language's criteria overview (`demo_criteria.png`) and the ordering
+    consistency of its every task with its interval (`demo_consistency.png`).
     """
     ex = explore(scores)
     ranked = ex.chosen.filter(pl.col("kept")).sort(["margin", "task"], descending=[True, False])
@@ -546,4 +548,5 @@ def readme_figures(out_dir: Path, scores: str | Path | None = None) -> list[Path
             snr_min=ex.config.snr.min,
         )
     )
+    paths.append(plot_consistency_forest(ex.decisions, language, Path(out_dir) / "demo_consistency.png"))
     return paths

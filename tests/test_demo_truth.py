@@ -46,6 +46,8 @@ def test_designed_best_mix_is_the_strictly_largest_share() -> None:
         ("random_label", False, "dropped: monotonicity -0.1 < 0.5; 0.4 sigma above random <= 3 (seed)", True),
         ("random_label", False, "dropped: snr 5.2 < 20.0 (seed)", False),
         ("mcf_at_chance", False, "dropped: -1.2 sigma above random <= 3 (seed)", True),
+        ("mcf_at_chance", False, "dropped: monotonicity 0.21 < 0.5", True),
+        ("mcf_at_chance", False, "dropped: snr 6.4 < 20.0 (seed)", False),
         ("noise_ordered", True, "kept: monotonicity 0.8 >= 0.5", True),
     ],
 )

@@ -153,7 +153,21 @@ def test_consistency_overview_gives_every_task_its_interval(simulated: explore.E
         assert joined.get_column(column).to_list() == joined.get_column(f"{column}_c").to_list(), column
 
 
+def test_consistency_overview_of_the_bundled_demo_has_intervals(ex: explore.Exploration) -> None:
+    """Three mixes: every CF task's consistency is measured, with its interval, in the overview."""
+    assert ex.table.get_column("run").n_unique() >= 3
+    overview = explore.consistency_overview(ex).filter(pl.col("task").str.ends_with("_cf"))
+    assert overview.height > 0 and overview.get_column("consistency").null_count() == 0
+    assert overview.get_column("consistency_ci_low").null_count() == 0
+
+
+def two_runs(ex: explore.Exploration) -> explore.Exploration:
+    runs = sorted(ex.table.get_column("run").unique().to_list())[:2]
+    return explore.from_table(ex.table.filter(pl.col("run").is_in(runs)), ex.config, source="two runs")
+
+
 def test_consistency_overview_says_why_with_two_runs(ex: explore.Exploration) -> None:
+    ex = two_runs(ex)
     assert ex.table.get_column("run").n_unique() == 2
     overview = explore.consistency_overview(ex)
     assert overview.height == ex.chosen.height and overview.filter(~pl.col("kept")).height > 0
@@ -167,7 +181,7 @@ def test_consistency_figure_marks_every_task(simulated: explore.Exploration, ex:
     labels = [t.get_text() for t in figure.axes[0].get_yticklabels()]
     assert labels == explore.consistency_overview(simulated, "yor").get_column("task").to_list()
     assert explore.figure_png(figure).startswith(b"\x89PNG")
-    texts = [t.get_text() for t in explore.consistency_figure(ex, "qab").axes[0].texts]
+    texts = [t.get_text() for t in explore.consistency_figure(two_runs(ex), "qab").axes[0].texts]
     assert texts == ["not measurable: needs >= 3 runs"] * len(explore.tasks(ex, "qab"))
 
 
@@ -307,7 +321,12 @@ def test_interactive_panel_redraws(ex: explore.Exploration) -> None:
 @pytest.mark.slow  # ~15 s on 2 cores: the criteria overview's label placement
 def test_readme_figures_are_up_to_date(tmp_path: Path) -> None:
     paths = explore.readme_figures(tmp_path)
-    assert [p.name for p in paths] == ["demo_curves_kept.png", "demo_curves_dropped.png", "demo_criteria.png"]
+    assert [p.name for p in paths] == [
+        "demo_curves_kept.png",
+        "demo_curves_dropped.png",
+        "demo_criteria.png",
+        "demo_consistency.png",
+    ]
     for path in paths:
         committed = DOCS_FIGURES / path.name
         assert committed.is_file(), f"{committed} is missing: run `make figures`"

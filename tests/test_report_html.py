@@ -37,6 +37,7 @@ from analysis.report import (
     write_html_report,
 )
 from analysis.table import LoadReport, read_scores
+from finetasks_afr.bundled import BUNDLED_CONFIG
 from finetasks_afr.report_cli import report_command
 
 SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"
@@ -139,7 +140,7 @@ def test_index_links_every_language_and_ranks_runs(demo: tuple, tmp_path: Path) 
     for language in ("qaa", "qab", "qac"):
         assert f'href="{html_page_name(language)}"' in pages["report.html"]
     runs = [row[0] for row in index.tables["ranking"][1:]]
-    assert sorted(runs) == ["mix-a", "mix-b"]
+    assert sorted(runs) == ["mix-a", "mix-b", "mix-c"]
 
 
 @pytest.mark.parametrize("language", ["qaa", "qab", "qac"])
@@ -397,10 +398,10 @@ def test_chromium_renders_the_report(rendered: Path, tmp_path: Path, page: str) 
         assert [row[0] for row in parsed.tables["summary"][1:]] == ["qaa", "qab", "qac"]
     else:
         demo_table, _ = read_scores(BUNDLED_SWEEP)
-        result = analyse(demo_table, load_config())
+        result = analyse(demo_table, load_config(BUNDLED_CONFIG))
         chosen = result.selection.decisions.filter(pl.col("chosen") & (pl.col("language") == "qab"))
         kept = set(chosen.filter(pl.col("kept")).get_column("task").to_list())
-        expected = {"demofacts_qab_cf", "demoagreement_qab_cf", "demotext_qab"}
+        expected = {"demofacts_qab_cf", "demoagreement_qab_cf", "democommon_qab_cf", "demotext_qab"}
         assert {row[0] for row in parsed.tables["kept"][1:]} == kept == expected
         dropped = {row[0] for row in parsed.tables["dropped"][1:]}
         assert dropped == set(chosen.get_column("task").to_list()) - kept

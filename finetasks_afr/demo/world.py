@@ -3,28 +3,38 @@
 Three invented languages with ISO 639-3 private-use codes (`qaa`, `qab`, `qac`), each with its own lexicon built
 from its own syllables (disjoint consonants, so their BPE tokens differ), and the same regularities:
 
-- facts (GK): 42 people (default size) each live in one of 8 towns and belong to one of 8 clans. Every fact is
-  stated many times in the corpus, in several framings, among them quiz pages in the `Question: ...?\nAnswer: ...`
-  form of lighteval's multiple-choice template. People are mentioned with Zipf-like frequencies, so facts are
-  learnt one after the other and the curves rise gradually, faster in a language with a bigger share of the mix.
-- agreement (RES): 4 noun classes marked by prefixes; adjectives and verbs take the prefix of their noun's class.
-  The test items use noun-verb pairs that never occur together in the corpus: the model must apply the rule.
+- facts (GK): 140 people (default size) each live in one of 8 towns and belong to one of 8 clans, stated in the
+  corpus in several framings, among them quiz pages in the `Question: ...?\nAnswer: ...` form of lighteval's
+  multiple-choice template. Person i is mentioned with Zipf weight (i + 4) ** -0.8, so facts are learnt one after
+  the other and the rare ones not at all by the end of training: graded difficulty, and a language's share of
+  the mix decides how far down the ranking a model gets.
+- agreement (RES): 4 noun classes; adjectives and verbs take their noun's class prefix, nouns are unmarked, so a
+  noun's class is learnt noun by noun (128 nouns, Zipf-weighted). The test items pair nouns with verbs they never
+  occur with in the corpus: the model must apply its knowledge of the noun's class.
+- a common corpus per language: facts about 132 other people, in the same share of EVERY mix.
+
+The mixes (`MIXES`) are a Latin square: each language's main corpus makes 0.5 of one mix, 0.3 of another and
+0.2 of the third (of what the common corpora leave), so every language has a designed best mix and the mixes are
+strictly ordered on each.
 
 Evaluation datasets (`root/datasets/<family>/`, one config per language, splits `test` and `train`, few-shot):
 
-- `facts`, `agreement` (learnable): 64 test items each by default; the answer restates the subject ("Where does X
-  live?" -> "X Town"), so the choice that matters follows the words that decide it, as in the corpus.
+- `facts`, `agreement` (learnable): 256 test items each by default, spanning the frequency ranking; the answer
+  restates the subject ("Where does X live?" -> "X Town"), so the choice that matters follows the words that
+  decide it, as in the corpus.
+- `common` (GK, noise-ordered): facts items about the common people: learnable, but equally present in every
+  mix, so which mix is best at it is noise by design.
 - `randlabel` (NLU, random label): facts-shaped items whose gold index is a seeded random draw, independent of the
   content; the draw is taken from the first seed whose golds agree with the true answer on a hair less than
   chance's share of the items, so a model that learns the facts cannot lift it above chance by the draw's luck.
-- `tiny` (GK, too small): 6 facts items about the least-mentioned people: learnable, but too few to be stable.
-- `text` (GEN, perplexity, split `test` only): 48 held-out sentences per language, drawn by the corpus' own
-  writer from its own random stream, keeping only sentences that are no line of the language's training corpus
-  (`heldout_sentences`). The models learn the language, so its bits per byte should fall steadily. At the default
-  corpus size every fact sentence is already said in the corpus, so what remains is (nearly) all grammatical
-  prose: new noun-adjective-verb-time combinations of the corpus' own noun-verb pairs.
+- `tiny` (GK, too small): 8 facts items spread over the ranking: learnable, but too few to be stable.
+- `text` (GEN, perplexity, split `test` only): 160 held-out sentences per language, drawn by the corpus' own
+  writer from its own random stream, keeping only sentences that are no line of the language's corpora
+  (`heldout_sentences`). The models learn the language, so its bits per byte should fall steadily.
 
-Every gold position (letter) is balanced, so an MCF model that always answers one letter scores chance exactly.
+The MCF (lettered) forms of the learnable families are expected at chance (`mcf_at_chance`): models this small do
+not learn to answer with a letter. Every gold position (letter) is balanced, so an MCF model that always answers
+one letter scores chance exactly.
 
 Everything is a pure function of the seed: building twice gives byte-identical files. Every file is written
 atomically (a temporary file, then a rename); `world.json` is written last, so a world without it is incomplete.
@@ -45,15 +55,15 @@ from typing import Any, Literal
 
 LANGUAGES: tuple[str, ...] = ("qaa", "qab", "qac")
 # The main corpus of each language enters each mix in these shares: a Latin square, so every language is dominant
-# (0.6) in exactly one mix and the three mixes are strictly ordered on every language (0.6 > 0.3 > 0.1).
+# (0.5) in exactly one mix and the three mixes are strictly ordered on every language (0.5 > 0.3 > 0.2).
 MIXES: dict[str, dict[str, float]] = {
-    "mix-a": {"qaa": 0.6, "qab": 0.3, "qac": 0.1},
-    "mix-b": {"qaa": 0.1, "qab": 0.6, "qac": 0.3},
-    "mix-c": {"qaa": 0.3, "qab": 0.1, "qac": 0.6},
+    "mix-a": {"qaa": 0.5, "qab": 0.3, "qac": 0.2},
+    "mix-b": {"qaa": 0.2, "qab": 0.5, "qac": 0.3},
+    "mix-c": {"qaa": 0.3, "qab": 0.2, "qac": 0.5},
 }
 # Besides its main corpus, every language has a small `common` corpus (facts about other people) that enters EVERY
 # mix in this same share of the documents: the `common` tasks are learnable, but which mix is best at them is noise.
-COMMON_SHARE = 0.07
+COMMON_SHARE = 0.08
 FORMULATIONS: tuple[str, ...] = ("CF", "MCF")
 PPL = "PPL"  # the perplexity formulation (finetasks_afr.benchmarks.perplexity.FORMULATION; no lighteval import here)
 TEXT_FIELD = "text"  # the field the perplexity task scores
@@ -86,11 +96,13 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
+    # MCF only where it shows something: the lettered form of the main learnable family (at chance at this scale)
+    # and of the random-label control; the other families in CF, which is what the selection keeps here.
     Family("facts", "demo-facts", "GK", "learnable"),
-    Family("agreement", "demo-agreement", "RES", "learnable"),
+    Family("agreement", "demo-agreement", "RES", "learnable", ("CF",)),
     Family("randlabel", "demo-randlabel", "NLU", "random_label"),
-    Family("tiny", "demo-tiny", "GK", "too_small"),
-    Family("common", "demo-common", "GK", "noise_ordered"),
+    Family("tiny", "demo-tiny", "GK", "too_small", ("CF",)),
+    Family("common", "demo-common", "GK", "noise_ordered", ("CF",)),
     Family("text", "demo-text", "GEN", "learnable_ppl", (PPL,)),
 )
 
@@ -106,8 +118,8 @@ N_CLASSES = 4
 NOUNS_PER_CLASS = 32
 N_VERBS = 16
 N_ADJECTIVES = 8
-TINY_ITEMS = 6
-TEXT_ITEMS = 48  # held-out sentences per language (perplexity task): cheap to score, enough to average
+TINY_ITEMS = 8  # a multiple of N_CHOICES: balanced letters, so MCF's always-A scores chance exactly
+TEXT_ITEMS = 160  # held-out sentences per language (perplexity task): cheap to score, enough to average
 HELDOUT_DRAWS = 200_000  # at most this many sentence draws to find them (a few thousand suffice at default size)
 TRAIN_ITEMS = 8  # few-shot split size per family
 # Graded difficulty: person i of the main population is mentioned with weight (i + offset) ** -exponent, and the
@@ -116,9 +128,9 @@ TRAIN_ITEMS = 8  # few-shot split size per family
 ITEMS_PER_TASK = 256  # facts, agreement, randlabel, common: enough items that seed noise leaves SNR >= 20
 AGREEMENT_ITEMS_PER_NOUN = 2
 PERSON_ZIPF_OFFSET = 4.0
-PERSON_ZIPF_EXPONENT = 1.0
+PERSON_ZIPF_EXPONENT = 0.8
 NOUN_ZIPF_OFFSET = 3.0
-NOUN_ZIPF_EXPONENT = 1.0
+NOUN_ZIPF_EXPONENT = 0.8
 COMMON_DOCS_FRACTION = 0.35  # common-corpus documents per language, as a fraction of the main corpus' documents
 
 
@@ -454,8 +466,8 @@ def agreement_answer(lexicon: Lexicon, cls: int, noun: int, verb_cls: int, verb:
 # ------------------------------------------------------------------------------------------------- corpus
 
 
-DOC_SHARES = (("facts", 0.5), ("grammar", 0.2), ("quiz", 0.3))
-QUIZ_SHARES = (("town", 0.4), ("clan", 0.4), ("agreement", 0.2))
+DOC_SHARES = (("facts", 0.4), ("grammar", 0.4), ("quiz", 0.2))
+QUIZ_SHARES = (("town", 0.35), ("clan", 0.35), ("agreement", 0.3))
 COMMON_DOC_SHARES = (("facts", 0.6), ("quiz", 0.4))  # the common corpus: facts about the common people only
 COMMON_QUIZ_SHARES = (("town", 0.5), ("clan", 0.5))
 
