@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 
 from analysis.aggregate import aggregate
-from analysis.config import load_config
+from analysis.config import DEFAULT_CONFIG_PATH, load_config
 from analysis.pipeline import selected_metrics
 from analysis.select import select
 from analysis.signal import compute_signal
@@ -114,6 +114,8 @@ def test_the_demo_config_scales_the_finetasks_token_threshold_to_the_demo_s_trai
     raw = tomllib.loads(BUNDLED_CONFIG.read_text(encoding="utf-8"))
     assert raw["consistency"]["min_tokens"] == CONFIG.consistency.min_tokens == trained // 2
     assert load_config().consistency.min_tokens == 15_000_000_000  # the FineTasks default is untouched
+    documented = DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")  # and names the demo's value next to it
+    assert f"{CONFIG.consistency.min_tokens:_}" in documented and "demo_config.toml" in documented
     table, _ = read_scores(BUNDLED_SWEEP)
     assert table["tokens"].max() == trained
     assert config_for(None, None) == BUNDLED_CONFIG and config_for(BUNDLED_SWEEP, None) == BUNDLED_CONFIG

@@ -321,7 +321,7 @@ def test_report_command_writes_markdown_and_html(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     for name in ("report.md", "report.html", "report_qab.html", "decisions.csv", "ranking.csv"):
         assert (tmp_path / name).is_file(), name
-    assert "9 of 27 tasks kept" in result.output
+    assert "12 of 24 tasks kept" in result.output
     assert (tmp_path / "report.md").read_text().startswith("# FineTasks selection report")
 
 
