@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -11,7 +12,7 @@ DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.toml")
 
 
 class ConfigError(ValueError):
-    """A config file with an unknown key or a value of the wrong type."""
+    """A config file with an unknown key, or a value of the wrong type or outside its allowed range."""
 
 
 @dataclass(frozen=True)
@@ -105,11 +106,60 @@ _ALLOWED = {
 _ALLOWED_CRITERIA = ("monotonicity", "snr", "non_random", "consistency")
 
 
+@dataclass(frozen=True)
+class _Range:
+    """The values a number may take: [low, high], each bound optional, each possibly open."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"{'<' if self.high_open else '<='} {self.high:g}"
+
+
+# Every number's allowed range: a value outside it is a named error, not a crash inside numpy or polars or a
+# silently meaningless selection (a Spearman threshold above 1 keeps nothing; ddof 5 with 3 seeds has no noise).
+_RANGES: dict[str, _Range] = {
+    "monotonicity.min": _Range(-1, 1),
+    "monotonicity.min_checkpoints": _Range(2),
+    "monotonicity.step_min": _Range(0),
+    "monotonicity.step_max": _Range(0),
+    "snr.min": _Range(0),
+    "snr.ddof": _Range(0, 1),
+    "snr.checkpoint_min": _Range(0),
+    "snr.checkpoint_last_n": _Range(2),
+    "non_random.sigma": _Range(0),
+    "consistency.min_tokens": _Range(0),
+    "consistency.min_step": _Range(0),
+    "consistency.min_runs": _Range(2),
+    "decision.early_fraction": _Range(0, 1, low_open=True, high_open=True),
+    "bootstrap.n": _Range(1),
+    "bootstrap.seed": _Range(0),
+    "bootstrap.confidence": _Range(0, 1, low_open=True, high_open=True),
+}
+_NON_EMPTY = ("selection.require", "selection.metric_preference", "selection.categories")
+
+
 def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> Any:
     where = f"{source}: [{section}] {key}"
     if isinstance(default, tuple):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{where} must be a list of strings, got {value!r}")
+        if not value and f"{section}.{key}" in _NON_EMPTY:
+            raise ConfigError(f"{where} must name at least one value, got []; omit the key to keep the default")
         return tuple(value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
@@ -118,14 +168,21 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where} must be a number, got {value!r}")
-        return float(value)
+        return _in_range(section, key, float(value), where)
     if isinstance(default, int) or default is None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where} must be an integer, got {value!r}")
-        return value
+        return _in_range(section, key, value, where)
     allowed = _ALLOWED.get(f"{section}.{key}")
     if allowed is not None and value not in allowed:
         raise ConfigError(f"{where} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _in_range(section: str, key: str, value: Any, where: str) -> Any:
+    allowed = _RANGES.get(f"{section}.{key}")
+    if allowed is not None and not allowed.contains(value):
+        raise ConfigError(f"{where} must be {allowed.describe()}, got {value!r}")
     return value
 
 
@@ -149,18 +206,27 @@ def _merge(config: Config, data: dict[str, Any], source: str) -> Config:
     bad = [c for c in merged.selection.require if c not in _ALLOWED_CRITERIA]
     if bad:
         raise ConfigError(f"{source}: [selection] require has unknown criteria {bad}; allowed {_ALLOWED_CRITERIA}")
+    window = merged.monotonicity
+    if window.step_min is not None and window.step_max is not None and window.step_min > window.step_max:
+        raise ConfigError(
+            f"{source}: [monotonicity] step_min ({window.step_min}) must be <= step_max ({window.step_max})"
+        )
     return merged
 
 
 def load_config(path: Path | str | None = None) -> Config:
     """The default config, overridden by the keys of `path` (a TOML file) when given."""
-    config = _merge(Config(), tomllib.loads(DEFAULT_CONFIG_PATH.read_text()), str(DEFAULT_CONFIG_PATH))
+    config = _merge(Config(), tomllib.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")), str(DEFAULT_CONFIG_PATH))
     if path is not None:
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            data = tomllib.loads(path.read_text())
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            raise ConfigError(
+                f"{path} is not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"
+            ) from error
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{path} is not valid TOML: {error}") from error
         config = _merge(config, data, str(path))

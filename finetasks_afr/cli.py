@@ -9,6 +9,7 @@ from typing import Annotated
 import polars as pl
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -86,7 +87,7 @@ SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval task
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
     return typer.Exit(code=2)
 
 

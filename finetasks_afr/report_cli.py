@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
@@ -23,7 +24,7 @@ console = Console(stderr=True)
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
+    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
     return typer.Exit(code=2)
 
 
