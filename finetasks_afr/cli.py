@@ -9,13 +9,13 @@ from typing import Annotated
 import polars as pl
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
+from finetasks_afr.cli_errors import fail
 
 SIMULATED_SWEEP = Path(__file__).resolve().parent / "data" / "simulated_sweep.parquet"
 
@@ -87,8 +87,7 @@ SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval task
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
-    return typer.Exit(code=2)
+    return fail(console, message)
 
 
 def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool):

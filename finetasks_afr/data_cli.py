@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from finetasks_afr.cli_errors import fail
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES
 
 data_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -27,8 +27,7 @@ ConfigOpt = Annotated[
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
-    return typer.Exit(code=code)
+    return fail(console, message, code)
 
 
 def _check_keys(keys: list[str] | None) -> None:

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from finetasks_afr.cli_errors import fail
 from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -73,8 +73,7 @@ def prepare_command(
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
-    return typer.Exit(code=2)
+    return fail(console, message)
 
 
 def _summary(prepared: LongPPLFile, out: Path) -> None:

@@ -12,11 +12,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from finetasks_afr import recommend as rec
+from finetasks_afr.cli_errors import fail
 from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
 
 err_console = Console(stderr=True)
@@ -44,8 +44,7 @@ TextsOpt = Annotated[
 
 
 def _fail(message: str) -> typer.Exit:
-    err_console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
-    return typer.Exit(code=2)
+    return fail(err_console, message)
 
 
 def _collect_texts(text: list[str] | None, file: Path | None, texts: list[str] | None) -> list[str]:

@@ -12,11 +12,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
+from finetasks_afr.cli_errors import fail
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
 
@@ -24,8 +24,7 @@ console = Console(stderr=True)
 
 
 def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {escape(message)}")  # "[section]" is text, not markup
-    return typer.Exit(code=2)
+    return fail(console, message)
 
 
 def report_command(

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.report import format_ci
+
 # Patterns of the selection's reasons (analysis/select.py) for the criterion a control is designed to fail.
 NON_RANDOM_FAILED = r"-?(?:[\d.]+|inf) sigma above random <= "
 SNR_FAILED = r"snr [\d.]+ < "
@@ -80,7 +82,7 @@ def verdict_rows(kinds: Mapping[str, str], decisions: pl.DataFrame) -> list[dict
             expected.reason is None or re.search(expected.reason, row["reason"]) is not None
         )
         observed = "kept" if kept else "dropped"
-        consistency = _interval(row.get("consistency"), row.get("consistency_ci_low"), row.get("consistency_ci_high"))
+        consistency = format_ci(row, "consistency") if row.get("consistency") is not None else ""
         detail = f"{row['metric']}: {row['reason']}" + (f" | consistency {consistency}" if consistency else "")
         rows.append(_row("verdict", task, kind, expected.text, observed, ok, detail))
     return rows
@@ -117,14 +119,6 @@ def truth_check(
 def _row(check: str, subject: str, kind: str, expected: str, observed: str, ok: bool, detail: str) -> dict:
     return {"check": check, "subject": subject, "kind": kind, "expected": expected, "observed": observed, "ok": ok,
             "detail": detail}  # fmt: skip
-
-
-def _interval(value: float | None, low: float | None, high: float | None) -> str:
-    if value is None:
-        return ""
-    if low is None or high is None:
-        return f"{value:.2f}"
-    return f"{value:.2f} [{low:.2f}, {high:.2f}]"
 
 
 __all__ = ["EXPECTATIONS", "Expectation", "designed_best_mix", "truth_check"]
