@@ -1,5 +1,5 @@
 """Cross-lingual LongPPL preparation, file schema, task table and metrics (finetasks_afr.longppl,
-finetasks_afr.benchmarks.longppl, finetasks_afr.longppl_cli).
+finetasks_afr.benchmarks.longppl, finetasks_afr.cli.longppl).
 
 Teacher perplexities are checked against a plain forward pass per paragraph written here (torch log_softmax);
 key selection, alignment and the threshold on hand-built perplexities and embeddings whose cosines are exact;
@@ -529,7 +529,7 @@ def test_analysis_treats_longppl_as_lower_is_better():
 def test_cli_prepare_writes_and_summarises(tmp_path: Path, teacher_dir: Path, embedder_dir: Path):
     from typer.testing import CliRunner
 
-    from finetasks_afr.longppl_cli import app
+    from finetasks_afr.cli.longppl import longppl_app as app
 
     documents = tmp_path / "docs.jsonl"
     rows = [

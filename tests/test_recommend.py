@@ -21,7 +21,7 @@ import typer
 from typer.testing import CliRunner
 
 from finetasks_afr import recommend as rec
-from finetasks_afr.recommend_cli import recommend_command
+from finetasks_afr.cli.recommend import recommend_command
 from finetasks_afr.tiny import make_tiny_causal_lm, make_tiny_masked_lm
 
 CORPUS = [

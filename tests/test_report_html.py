@@ -38,7 +38,7 @@ from analysis.report import (
 )
 from analysis.table import LoadReport, read_scores
 from finetasks_afr.bundled import BUNDLED_CONFIG
-from finetasks_afr.report_cli import report_command
+from finetasks_afr.cli.report import report_command
 
 SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 CI_CELL = re.compile(r"^-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]$")  # "0.97 [0.90, 1.00]"
@@ -311,7 +311,7 @@ def _app() -> typer.Typer:
 
     @app.callback()
     def main() -> None:
-        """Test app: `report` as a sub-command, as finetasks_afr/cli.py mounts it."""
+        """Test app: `report` as a sub-command, as finetasks_afr/cli/report.py registers it."""
 
     return app
 

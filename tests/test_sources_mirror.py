@@ -15,7 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from finetasks_afr import mirror as mirror_mod
-from finetasks_afr.data_cli import data_app
+from finetasks_afr.cli.data import data_app
 from finetasks_afr.mirror import HubUnreachableError, MirrorError, import_raw, mirror_from_hub
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES, data_dir, hf_location
 

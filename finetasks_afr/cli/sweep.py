@@ -7,14 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-console = Console(stderr=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    console.print(f"[bold red]error:[/] {message}")
-    return typer.Exit(code=2)
+from finetasks_afr.cli.common import console, fail
 
 
 def quiet_third_party_progress() -> None:
@@ -29,7 +23,7 @@ def _steps(text: str | None) -> list[int] | None:
     try:
         return [int(part) for part in text.split(",") if part.strip()]
     except ValueError as error:
-        raise _fail(f"--steps {text!r}: expected comma-separated integers, e.g. 1000,2000") from error
+        raise fail(f"--steps {text!r}: expected comma-separated integers, e.g. 1000,2000") from error
 
 
 RunsArg = Annotated[
@@ -98,7 +92,7 @@ def sweep_command(
 
     quiet_third_party_progress()
     if executor not in EXECUTORS:
-        raise _fail(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+        raise fail(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     try:
         task_list = parse_tasks(tasks)
         found = discover(
@@ -109,11 +103,11 @@ def sweep_command(
             allow_incomplete=skip_incomplete,
         )
     except (DiscoveryError, TaskListError) as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     for item in found.incomplete:
         console.print(f"[yellow]skipping incomplete checkpoint[/] {item.path}: {item.reason}")
     if not found.checkpoints:
-        raise _fail("no checkpoint to evaluate (check --steps)")
+        raise fail("no checkpoint to evaluate (check --steps)")
     env = {name: os.environ[name] for name in (DATA_DIR_ENV, "FINETASKS_AFR_DEMO_WORLD") if name in os.environ}
     custom = custom_tasks or DEFAULT_CUSTOM_TASKS
     try:
@@ -134,7 +128,7 @@ def sweep_command(
             env=env,
         )
     except ValueError as error:  # --backend / --engine outside their choices
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     slurm = SlurmOptions(
         partition=slurm_partition,
         time_min=slurm_time_min,
@@ -161,7 +155,7 @@ def _collect_into(roots: Path | list[Path], target: Path, **options) -> None:
     try:
         frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
     except CollectError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     write_scores(frame, target)
     console.print(report.summary())
     console.print(f"[green]wrote[/] {target}")

@@ -1,6 +1,6 @@
 """`finetasks-afr recommend`: rank pretrained models for a language by (pseudo-)perplexity, without fine-tuning.
 
-Mount with ``app.command("recommend")(recommend_command)``. Method and definitions: :mod:`finetasks_afr.recommend`;
+Method and definitions: :mod:`finetasks_afr.recommend`;
 agreement with a reference ranking: :mod:`finetasks_afr.rank_agreement`.
 """
 
@@ -16,10 +16,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from finetasks_afr import recommend as rec
-from finetasks_afr.cli_errors import fail
+from finetasks_afr.cli.common import console as err_console
+from finetasks_afr.cli.common import fail
 from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
-
-err_console = Console(stderr=True)
 
 ModelOpt = Annotated[
     list[str],
@@ -41,10 +40,6 @@ TextsOpt = Annotated[
         "(--data-dir / $FINETASKS_AFR_DATA_DIR) when it has the config, else the hub.",
     ),
 ]
-
-
-def _fail(message: str) -> typer.Exit:
-    return fail(err_console, message)
 
 
 def _collect_texts(text: list[str] | None, file: Path | None, texts: list[str] | None) -> list[str]:
@@ -159,9 +154,9 @@ def recommend_command(
 ) -> None:
     """Rank models for a language by Koya pseudo-perplexity (masked LMs) or bits per byte (causal LMs)."""
     if reference_order not in ("higher", "lower"):
-        raise _fail(f"--reference-order must be higher or lower, got {reference_order!r}")
+        raise fail(f"--reference-order must be higher or lower, got {reference_order!r}")
     if not 0.0 < rbo_p < 1.0:
-        raise _fail(f"--rbo-p must lie in (0, 1), got {rbo_p}")
+        raise fail(f"--rbo-p must lie in (0, 1), got {rbo_p}")
     settings = rec.Settings(
         fraction=fraction,
         mask_draws=mask_draws,
@@ -186,7 +181,7 @@ def recommend_command(
         if out is not None:
             rec.write_output(out, recommendation, agreements)
     except (rec.RecommendError, ReferenceFileError) as error:
-        raise _fail(str(error)) from None
+        raise fail(str(error)) from None
     _show(recommendation, agreements, settings.ci_level, out)
 
 
@@ -215,3 +210,7 @@ def _show(recommendation: rec.Recommendation, agreements: dict[str, Any], level:
         console.print(f"note: {note}")
     if out is not None:
         console.print(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("recommend", help="Rank models for a language by pseudo-perplexity / bits per byte.")(recommend_command)

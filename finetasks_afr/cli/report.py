@@ -1,7 +1,6 @@
 """`finetasks-afr report`: the selection report (Markdown and HTML) of a score table, in one command.
 
-`report_command` is a plain typer command function; finetasks_afr/cli.py mounts it with
-`app.command("report")(report_command)`. It runs the same pipeline as `select` (statistics, selection,
+It runs the same pipeline as `select` (statistics, selection,
 ranking, figures) and says where the HTML pages are.
 """
 
@@ -11,20 +10,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
-from finetasks_afr.cli_errors import fail
+from finetasks_afr.cli.common import console, fail
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
-
-console = Console(stderr=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    return fail(console, message)
 
 
 def report_command(
@@ -52,13 +44,13 @@ def report_command(
     from analysis.pipeline import run_selection
 
     if scores is None and not BUNDLED_SWEEP.is_file():
-        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
+        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
     path = scores or BUNDLED_SWEEP
     try:
         cfg = load_config(config_for(scores, config))
         table, load_report = read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step)
     except (ConfigError, ScoreTableError) as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     console.print(f"[green]loaded[/] {load_report.summary()}")
     with console.status("statistics, selection, ranking, figures, report"):
         output = run_selection(table, load_report, cfg, out, figures=figures)
@@ -66,3 +58,7 @@ def report_command(
     console.print(f"{kept} of {chosen} tasks kept")
     pages = ", ".join(p.name for key, p in sorted(output.html.items()) if key != "index")
     console.print(f"[green]wrote[/] {out / 'report.html'} (language pages: {pages}), {out / 'report.md'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_command)

@@ -6,15 +6,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli_errors import fail
+from finetasks_afr.cli.common import console, fail
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES
 
 data_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-console = Console(stderr=True)
 
 OutOpt = Annotated[Path, typer.Option("--out", help=f"Mirror root (point ${DATA_DIR_ENV} at it).")]
 DatasetOpt = Annotated[
@@ -26,14 +24,10 @@ ConfigOpt = Annotated[
 ]
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    return fail(console, message, code)
-
-
 def _check_keys(keys: list[str] | None) -> None:
     for key in keys or []:
         if key not in SOURCES:
-            raise _fail(f"unknown dataset key {key!r}; known keys: {', '.join(sorted(SOURCES))}")
+            raise fail(f"unknown dataset key {key!r}; known keys: {', '.join(sorted(SOURCES))}")
 
 
 def _run(build, **kwargs):
@@ -79,12 +73,12 @@ def import_raw_command(
     from finetasks_afr.mirror import MirrorError, import_raw
 
     if not src.is_dir():
-        raise _fail(f"raw data folder not found: {src}")
+        raise fail(f"raw data folder not found: {src}")
     _check_keys(dataset)
     try:
         report = _run(import_raw, src=src, out=out, datasets=dataset, configs=config)
     except (MirrorError, KeyError) as error:
-        raise _fail(str(error).strip("'\"")) from error
+        raise fail(str(error).strip("'\"")) from error
     _show(report)
 
 
@@ -97,7 +91,7 @@ def mirror_command(out: OutOpt, dataset: DatasetOpt = None, config: ConfigOpt = 
     try:
         report = _run(mirror_from_hub, out=out, datasets=dataset, configs=config)
     except HubUnreachableError as error:
-        raise _fail(str(error), code=1) from error
+        raise fail(str(error), code=1) from error
     _show(report)
     if report.errors:
         raise typer.Exit(code=1)
@@ -115,3 +109,7 @@ def sources_command() -> None:
         repo, _ = hf_location(key)
         table.add_row(key, src.hub_repo, src.revision or "-", " ".join(src.splits), repo)
     console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data", help="Prepare the local dataset mirror (from the hub or raw files).")

@@ -1,71 +1,21 @@
-"""The `finetasks-afr` command: select fine tasks, aggregate runs, regenerate the bundled sweep."""
+"""`finetasks-afr select`, `aggregate`, `simulate` and `demo`: the FineTasks analysis of a score table."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from analysis.config import ConfigError, load_config
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.cli_errors import fail
+from finetasks_afr.cli.common import console, fail
 
-SIMULATED_SWEEP = Path(__file__).resolve().parent / "data" / "simulated_sweep.parquet"
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-console = Console(stderr=True)
-
-
-@app.callback()
-def main(
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Local dataset mirror (sets $FINETASKS_AFR_DATA_DIR for tasks and sweeps)."),
-    ] = None,
-) -> None:
-    """finetasks-afr: African-language LightEval tasks and the FineTasks analysis."""
-    if data_dir is not None:
-        from finetasks_afr.sources import DATA_DIR_ENV
-
-        os.environ[DATA_DIR_ENV] = str(data_dir.resolve())
-
-
-def _mount_data_commands() -> None:
-    from finetasks_afr.data_cli import data_app
-
-    app.add_typer(data_app, name="data", help="Prepare the local dataset mirror (from the hub or raw files).")
-
-
-def _mount_sweep_commands() -> None:
-    from finetasks_afr.sweep.cli import register
-
-    register(app)
-
-
-def _mount_recommend_command() -> None:
-    from finetasks_afr.recommend_cli import recommend_command
-
-    app.command("recommend", help="Rank models for a language by pseudo-perplexity / bits per byte.")(recommend_command)
-
-
-def _mount_report_command() -> None:
-    from finetasks_afr.report_cli import report_command
-
-    app.command("report")(report_command)
-
-
-def _mount_longppl_commands() -> None:
-    from finetasks_afr.longppl_cli import app as longppl_app
-
-    app.add_typer(longppl_app, name="longppl", help="Cross-lingual LongPPL: prepare key paragraphs.")
-
+SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
 ScoresArg = Annotated[
     Path | None,
@@ -86,19 +36,15 @@ TokensOpt = Annotated[
 SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
 
 
-def _fail(message: str) -> typer.Exit:
-    return fail(console, message)
-
-
 def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool):
     path = scores or BUNDLED_SWEEP
     if scores is None and not BUNDLED_SWEEP.is_file():
-        raise _fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
+        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
     with console.status(f"loading {path}"):
         try:
             return read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)
         except ScoreTableError as error:
-            raise _fail(str(error)) from error
+            raise fail(str(error)) from error
 
 
 def _config(path: Path | None, scores: Path | None = None):
@@ -109,10 +55,9 @@ def _config(path: Path | None, scores: Path | None = None):
     try:
         return load_config(chosen)
     except ConfigError as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
 
 
-@app.command("select")
 def select_command(
     scores: ScoresArg = None,
     out: OutOpt = Path("out/selection"),
@@ -157,7 +102,6 @@ def _print_summary(decisions: pl.DataFrame) -> None:
     console.print(table)
 
 
-@app.command("aggregate")
 def aggregate_command(
     scores: Annotated[Path, typer.Argument(help="Score table (.parquet, .csv, lm-eval JSON).")],
     out: OutOpt = Path("out/aggregate"),
@@ -177,7 +121,7 @@ def aggregate_command(
     chosen = None
     if decisions is not None:
         if not decisions.is_file():
-            raise _fail(f"decisions file {decisions} does not exist (run `finetasks-afr select` first)")
+            raise fail(f"decisions file {decisions} does not exist (run `finetasks-afr select` first)")
         chosen = pl.read_csv(decisions, infer_schema_length=0).with_columns(
             pl.col("fewshot").cast(pl.Int64), (pl.col("kept") == "true").alias("kept")
         )
@@ -195,7 +139,6 @@ def aggregate_command(
     console.print(f"[green]wrote[/] {out}/ranking.csv")
 
 
-@app.command("simulate")
 def simulate_command(
     out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")] = SIMULATED_SWEEP,
     seed: Annotated[int, typer.Option(help="Random seed of the simulation.")] = 0,
@@ -207,7 +150,6 @@ def simulate_command(
     console.print(f"[green]wrote[/] {out}")
 
 
-@app.command("demo")
 def demo_command(
     out: Annotated[Path, typer.Option("--out", help="Demo output directory (resumable).")] = Path("out/demo"),
     workers: Annotated[int, typer.Option(help="Processes for training and evaluation.")] = 2,
@@ -229,11 +171,8 @@ def demo_command(
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, aggregate/ranking.csv, truth_check.csv")
 
 
-_mount_data_commands()
-_mount_sweep_commands()
-_mount_recommend_command()
-_mount_report_command()
-_mount_longppl_commands()
-
-if __name__ == "__main__":
-    app()
+def register(app: typer.Typer) -> None:
+    app.command("select")(select_command)
+    app.command("aggregate")(aggregate_command)
+    app.command("simulate")(simulate_command)
+    app.command("demo")(demo_command)

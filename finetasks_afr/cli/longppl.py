@@ -6,23 +6,21 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli_errors import fail
+from finetasks_afr.cli.common import console, fail
 from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-console = Console(stderr=True)
+longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
-@app.callback()
+@longppl_app.callback()
 def main() -> None:
     """Cross-lingual LongPPL (key paragraphs found by a teacher in the source language, aligned to the target)."""
 
 
-@app.command("prepare")
+@longppl_app.command("prepare")
 def prepare_command(
     documents: Annotated[
         Path, typer.Argument(help="JSONL of parallel documents: id, source_lang, target_lang, source, target.")
@@ -46,7 +44,7 @@ def prepare_command(
     from finetasks_afr.longppl import prepare
 
     if not documents.is_file():
-        raise _fail(f"documents file not found: {documents}")
+        raise fail(f"documents file not found: {documents}")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bar:
@@ -68,12 +66,8 @@ def prepare_command(
                 progress=progress,
             )
     except (LongPPLInputError, LongPPLFileError, ValueError) as error:
-        raise _fail(str(error)) from error
+        raise fail(str(error)) from error
     _summary(load_longppl_file(path), out)
-
-
-def _fail(message: str) -> typer.Exit:
-    return fail(console, message)
 
 
 def _summary(prepared: LongPPLFile, out: Path) -> None:
@@ -94,3 +88,7 @@ def _summary(prepared: LongPPLFile, out: Path) -> None:
     console.print(
         f"evaluate with [bold]{DIR_ENV}={out.resolve()}[/] and the task [bold]longppl_{prepared.language}|0[/]"
     )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(longppl_app, name="longppl", help="Cross-lingual LongPPL: prepare key paragraphs.")
