@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from itertools import combinations, pairwise
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -71,7 +71,9 @@ def compute_signal_reference(table: pd.DataFrame | pl.DataFrame, config: Config 
     )
     if df.empty:
         return pd.DataFrame({c: pd.Series(dtype="float64") for c in OUTPUT_COLUMNS})
-    result = df.groupby(GROUP_KEYS, sort=True).apply(lambda g: pd.Series(_one_group(g, config)), include_groups=False)
+    result = df.groupby(GROUP_KEYS, sort=True).apply(  # type: ignore[call-overload]  # stubs lack include_groups=
+        lambda g: pd.Series(_one_group(g, config)), include_groups=False
+    )
     result = result.reset_index()
     for column in STATISTIC_COLUMNS:
         if column == "three_sigma_kind":
@@ -112,10 +114,16 @@ def _runs(g: pd.DataFrame) -> dict[int, tuple[pd.DataFrame, pd.DataFrame]]:
     wide = g.pivot(index=["run", "step"], columns="seed", values=["score", "stderr"]).sort_index()
     runs: dict[int, tuple[pd.DataFrame, pd.DataFrame]] = {}
     for run in wide.index.get_level_values("run").unique():
-        one = wide.xs(run, level="run")
-        scores = one["score"].dropna(axis=1, how="all")  # the seeds of this run
-        runs[run] = (scores, one["stderr"][scores.columns])
+        one = cast(pd.DataFrame, wide.xs(run, level="run"))
+        # `wide` has (value, seed) columns, so selecting a value gives a (step x seed) frame, not a Series.
+        scores = cast(pd.DataFrame, one["score"]).dropna(axis=1, how="all")  # the seeds of this run
+        runs[run] = (scores, cast(pd.DataFrame, one["stderr"])[scores.columns])
     return runs
+
+
+def _row(frame: pd.DataFrame, label: Any) -> pd.Series:
+    """The row `label` of a frame whose index is unique, so `.loc` gives one Series (the stubs allow a frame)."""
+    return cast(pd.Series, frame.loc[label])
 
 
 def _mean(values: list[float]) -> float:
@@ -200,7 +208,7 @@ def _snr_seed(runs: dict[int, tuple[pd.DataFrame, pd.DataFrame]], config: Config
         n_replica_runs += 1
         step = _final_common_step(scores)
         if step is not None:
-            finals.append(float(scores.loc[step].mean()))
+            finals.append(float(_row(scores, step).mean()))
     avg_std = _mean(per_step_std)
     signal = _mean(finals)
     measurable = n_replica_runs > 0 and not math.isnan(avg_std) and avg_std != 0 and not math.isnan(signal)
@@ -346,10 +354,12 @@ def _decision_accuracy(curve: pd.DataFrame, config: Config) -> float:
     if len(early_candidates) == 0:
         return NAN
     early = early_candidates.max()
+    early_row = _row(curve, early).to_numpy(dtype=float)  # one value per run, in column order
+    final_row = _row(curve, final).to_numpy(dtype=float)
     points: list[float] = []
-    for i, j in combinations(curve.columns, 2):
-        order_early = np.sign(curve.at[early, i] - curve.at[early, j])
-        order_final = np.sign(curve.at[final, i] - curve.at[final, j])
+    for i, j in combinations(range(curve.shape[1]), 2):
+        order_early = np.sign(early_row[i] - early_row[j])
+        order_final = np.sign(final_row[i] - final_row[j])
         if order_early == 0 or order_final == 0:
             points.append(0.5)
         elif order_early == order_final:
