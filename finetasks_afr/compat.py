@@ -105,7 +105,10 @@ import logging
 import os
 import random
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lighteval.tasks.requests import Doc
 
 logger = logging.getLogger(__name__)
 
@@ -479,7 +482,7 @@ def _unconditioned_query_text(model: Any, query: str) -> str | None:
     return None
 
 
-def _bare_doc(query: str, choices: list[str]):
+def _bare_doc(query: str, choices: list[str]) -> Doc:
     from lighteval.tasks.requests import Doc, SamplingMethod
 
     return Doc(
@@ -511,24 +514,25 @@ def add_unconditioned_logprobs(model: Any, docs: list[Any], responses: list[Any]
     for doc, _ in wanted:
         if doc.unconditioned_query not in queries:
             queries[doc.unconditioned_query] = _unconditioned_query_text(model, doc.unconditioned_query)
-    wanted = [(doc, response) for doc, response in wanted if queries[doc.unconditioned_query] is not None]
+    texts = {query: text for query, text in queries.items() if text is not None}  # the scorable ones
+    wanted = [(doc, response) for doc, response in wanted if doc.unconditioned_query in texts]
     if not wanted:
         return
 
     # The requests: per distinct query, its distinct choices (or, without dedup, every document's choices),
     # in documents of at most as many choices as the real documents have, to keep lighteval's batch sizes.
     width = max(len(doc.choices) for doc, _ in wanted)
-    request_docs = []
+    request_docs: list[tuple[str, list[str]]] = []
     if UNCONDITIONED_DEDUP:
-        choices_per_query: dict[str, dict[str, None]] = {}
+        choices_per_query: dict[str, dict[str, None]] = {}  # an ordered set of choices per query
         for doc, _ in wanted:
             choices_per_query.setdefault(doc.unconditioned_query, {}).update(dict.fromkeys(doc.choices))
-        for query, choices in choices_per_query.items():
-            request_docs += [(query, chunk) for chunk in _chunks(list(choices), width)]
+        for query, distinct in choices_per_query.items():
+            request_docs += [(query, chunk) for chunk in _chunks(list(distinct), width)]
     else:
         request_docs = [(doc.unconditioned_query, list(doc.choices)) for doc, _ in wanted]
 
-    bare = [_bare_doc(queries[query], choices) for query, choices in request_docs]
+    bare = [_bare_doc(texts[query], choices) for query, choices in request_docs]
     # Through the uncached scorer: these are not documents of a registered task.
     scored = model._loglikelihood_tokens(bare)
     table: dict[tuple[str, str], float] = {}

@@ -473,16 +473,16 @@ def _import_time_modules() -> dict[str, types.ModuleType]:
 
 @contextlib.contextmanager
 def _temporary_modules(modules: dict[str, types.ModuleType]) -> Iterator[None]:
-    previous = {name: sys.modules.get(name, _MISSING) for name in modules}
+    previous = {name: sys.modules[name] for name in modules if name in sys.modules}
     sys.modules.update(modules)
     try:
         yield
     finally:
-        for name, value in previous.items():
-            if value is _MISSING:
-                sys.modules.pop(name, None)
+        for name in modules:
+            if name in previous:
+                sys.modules[name] = previous[name]
             else:
-                sys.modules[name] = value
+                sys.modules.pop(name, None)
 
 
 def ray_stub() -> types.ModuleType:
@@ -527,7 +527,7 @@ def compat_llm_class(base: type) -> type:
     token_prompts = SHIM_GENERATE in _STATE.active
     quiet_bar = SHIM_TQDM in _STATE.active
 
-    class LLM(base):  # type: ignore[misc, valid-type]
+    class LLM(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             if drop_swap_space:
                 kwargs.pop("swap_space", None)

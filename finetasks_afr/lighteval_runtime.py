@@ -65,9 +65,10 @@ def prediction_cache_in(directory: Path) -> Iterator[None]:
     and serves OLD predictions after weights change in place. A fresh directory per evaluation makes stale
     predictions impossible and leaves checkpoints untouched.
     """
+    from lighteval.models.abstract_model import ModelConfig
     from lighteval.utils.cache_management import SampleCache
 
-    def init(self, model_config) -> None:
+    def init(self: SampleCache, model_config: ModelConfig) -> None:
         self.model_config = model_config
         self.model_hash = self.get_model_hash(model_config)
         self.cache_dir = Path(directory) / self.model_hash

@@ -51,9 +51,13 @@ import inspect
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from finetasks_afr import compat
+
+if TYPE_CHECKING:
+    from lighteval.tasks.requests import Doc
+    from lighteval.tasks.templates.continuation import ContinuationInput
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +134,7 @@ def get_partial_scoring_prompt_function(
         raise ValueError("partial scoring is a cloze (CF) formulation")
     template = get_continuation_prompt_function(language, _identity, formulation=formulation, **template_kwargs)
 
-    def prompt_fn_partial(line: dict, task_name: str):
+    def prompt_fn_partial(line: dict, task_name: str) -> Doc | None:
         item = adapter(line)
         if item is None:
             return None
@@ -159,8 +163,9 @@ def get_partial_scoring_prompt_function(
     return prompt_fn_partial
 
 
-def _identity(item: dict) -> dict:
-    return item
+def _identity(item: dict) -> ContinuationInput:
+    """The continuation template's adapter: `prompt_fn_partial` already builds each line as a ContinuationInput."""
+    return cast("ContinuationInput", item)
 
 
 # ------------------------------------------------------------------------------------------------ guards
@@ -194,7 +199,7 @@ def backend_scores_query_then_choices() -> bool:
 
 def _chain(function: Any) -> list[Any]:
     """The function and everything it wraps (`__wrapped__`), outermost first."""
-    chain = []
+    chain: list[Any] = []
     while function is not None and len(chain) < 32:
         chain.append(function)
         function = getattr(function, "__wrapped__", None)

@@ -219,7 +219,9 @@ class Agreement:
         }
 
 
-def agreement(ours: Sequence[str], our_scores: Mapping[str, float], reference: Reference, p: float = DEFAULT_P):
+def agreement(
+    ours: Sequence[str], our_scores: Mapping[str, float], reference: Reference, p: float = DEFAULT_P
+) -> Agreement:
     """RBO, RBO_ext and Kendall's tau of `ours` (best first; `our_scores` higher = better) against `reference`.
     Names must already be in the reference's namespace (see :func:`match_names`)."""
     kendall = kendall_tau(our_scores, reference.scores)

@@ -13,14 +13,20 @@ Nothing touches the network, and the same arguments give the same tokenizer and 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # heavy imports, only for the annotations; the functions import them when called
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedModel
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
 
 
-def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[str]):
+def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
     """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus` (no post-processor yet)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -37,7 +43,7 @@ def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[st
     return tokenizer
 
 
-def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
+def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int) -> Tokenizer:
     """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus`; its post-processor prepends `<s>`."""
     from tokenizers import processors
 
@@ -49,7 +55,9 @@ def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
     return tokenizer
 
 
-def _training_batches(token_ids: list[int], seq_len: int, batch_size: int, steps: int, seed: int):
+def _training_batches(
+    token_ids: list[int], seq_len: int, batch_size: int, steps: int, seed: int
+) -> Iterator[torch.Tensor]:
     import torch
 
     if len(token_ids) < seq_len + 1:
@@ -62,7 +70,13 @@ def _training_batches(token_ids: list[int], seq_len: int, batch_size: int, steps
         yield torch.tensor([token_ids[s : s + seq_len] for s in chosen], dtype=torch.long)
 
 
-def _fit(model, batches, *, seed: int, learning_rate: float) -> None:
+def _fit(
+    model: PreTrainedModel,
+    batches: Iterable[tuple[torch.Tensor, torch.Tensor]],
+    *,
+    seed: int,
+    learning_rate: float,
+) -> None:
     """AdamW over `(input_ids, labels)` batches, under a torch seed of its own (the caller's RNG state is kept)."""
     import torch
 
@@ -162,7 +176,7 @@ MASK = "<mask>"
 MASKED_SPECIAL_TOKENS = [PAD, BOS, EOS, MASK]  # ids 0, 1, 2, 3
 
 
-def train_masked_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
+def train_masked_byte_level_bpe(corpus: Sequence[str], vocab_size: int) -> Tokenizer:
     """A byte-level BPE `tokenizers.Tokenizer` for a BERT-style masked LM: `<s> text </s>`, with a `<mask>` token
     (RoBERTa's conventions: `<s>` is the classifier token, `</s>` the separator)."""
     from tokenizers import processors
@@ -177,7 +191,7 @@ def train_masked_byte_level_bpe(corpus: Sequence[str], vocab_size: int):
 
 def _mlm_batches(
     token_ids: list[int], *, seq_len: int, batch_size: int, steps: int, seed: int, special: tuple[int, int, int]
-):
+) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """(input_ids, labels) batches of `<s> chunk </s>` with 15% of the chunk masked (80% `<mask>`, 10% random
     token, 10% unchanged, as BERT); labels are -100 everywhere else."""
     import torch

@@ -24,6 +24,7 @@ from lighteval.metrics.dynamic_metrics import (
     MultilingualQuasiF1ScoreMetric,
 )
 from lighteval.metrics.normalizations import LogProbCharNorm, LogProbPMINorm, LogProbTokenNorm
+from lighteval.metrics.utils.metric_utils import Metric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.multilingual.utils.task_utils import get_metrics_for_formulation
 from lighteval.tasks.requests import Doc
@@ -106,9 +107,9 @@ def without_empty_instruction(prompt_function: Callable[[dict, str], Doc | None]
     return prompt
 
 
-def mc_metrics(formulation: Formulation) -> list:
+def mc_metrics(formulation: Formulation) -> list[Metric]:
     """acc, acc_norm (characters), acc_norm_token, acc_norm_pmi; lighteval keeps only acc for letter answers."""
-    candidates = [
+    candidates: list[Metric] = [
         LogLikelihoodAccMetric(normalization=None),
         LogLikelihoodAccMetric(normalization=LogProbCharNorm()),
         LogLikelihoodAccMetric(normalization=LogProbTokenNorm()),
@@ -140,7 +141,8 @@ def build_config(
     TASK_INFO[name] = info
     return LightevalTaskConfig(
         name=name,
-        prompt_function=without_empty_instruction(prompt_function),
+        # lighteval declares `-> Doc` but skips a None doc (LightevalTask._get_docs_from_split: `if doc is None`)
+        prompt_function=without_empty_instruction(prompt_function),  # type: ignore[arg-type]
         hf_repo=repo,
         hf_subset=info.subset,
         hf_revision=revision,

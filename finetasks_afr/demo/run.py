@@ -30,12 +30,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from finetasks_afr.bundled import BUNDLED_CONFIG
 
 if TYPE_CHECKING:
+    from analysis.table import LoadReport
     from finetasks_afr.demo.world import World
+    from finetasks_afr.sweep.collect import CollectReport
 
 DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
@@ -52,13 +54,24 @@ class DemoSettings:
     world_seed: int = 0
 
 
+class _TrainOverrides(TypedDict, total=False):
+    """The `train_run` settings a demo may override."""
+
+    steps: int
+    save_every: int
+
+
 def _train_one(world_root: str, mix: str, seed: int, out_dir: str, steps: int | None, save_every: int | None) -> str:
     """Worker entry point (module level, so a spawned process can import it)."""
     os.environ["TQDM_DISABLE"] = "1"  # before transformers is imported: no "Writing model shards" bars
     from finetasks_afr.demo.train import train_run
     from finetasks_afr.demo.world import World
 
-    extra = {k: v for k, v in (("steps", steps), ("save_every", save_every)) if v is not None}
+    extra: _TrainOverrides = {}  # what is None keeps train.py's default
+    if steps is not None:
+        extra["steps"] = steps
+    if save_every is not None:
+        extra["save_every"] = save_every
     train_run(World.load(Path(world_root)), mix, seed, Path(out_dir), threads=1, quiet=True, **extra)
     return out_dir
 
@@ -67,7 +80,7 @@ def _trained(run_dir: Path) -> bool:
     return (run_dir / "DONE").is_file()
 
 
-def train_all(world, checkpoints: Path, settings: DemoSettings, log: Callable[[str], None]) -> None:
+def train_all(world: World, checkpoints: Path, settings: DemoSettings, log: Callable[[str], None]) -> None:
     """Train every (mix, seed) run not yet trained, `settings.workers` at a time (one torch thread each)."""
     jobs = [
         (mix, seed, checkpoints / mix / f"seed-{seed}")
@@ -121,6 +134,14 @@ def prepare_world(out: Path, world_seed: int) -> World:
             "--out) and run the demo again"
         )
     return world
+
+
+def _load_report(scores: Path, collected: CollectReport) -> LoadReport:
+    """The analysis's `LoadReport` of the collected table: the report's source is the score file the demo wrote
+    (what `finetasks-afr select <scores>` would name), its notes are what collection skipped, superseded or noted."""
+    from analysis.table import LoadReport
+
+    return LoadReport(source=str(scores), n_rows=collected.rows, notes=collected.summary().splitlines()[1:])
 
 
 def mixes_design(world: World) -> dict[str, dict[str, float]]:
@@ -182,7 +203,7 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     scores = out / "scores.parquet"
     write_scores(table, scores)
     config = load_config(DEMO_CONFIG)
-    selection = run_selection(table, report, config, out / "selection")
+    selection = run_selection(table, _load_report(scores, report), config, out / "selection")
     aggregated = run_aggregate(table, config, out / "aggregate", selection.selection.decisions)
     mixes = mixes_design(world)
     atomic_write_text(out / MIXES_FILE, json.dumps(mixes, indent=2, sort_keys=True) + "\n")
