@@ -11,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from scipy.stats import kendalltau
+from typed_values import number
 
 from analysis import explore
 from analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
@@ -107,7 +108,7 @@ def test_siblings_and_formulation_curves(ex: explore.Exploration) -> None:
     assert raw.len() == 3
     point = curves.filter(pl.col("series").str.starts_with("CF") & (pl.col("run") == "mix-a") & (pl.col("step") == 400))
     assert point.row(0, named=True)["mean"] == pytest.approx(raw.mean())
-    assert point.row(0, named=True)["hi"] == pytest.approx(raw.mean() + raw.std(ddof=1))
+    assert point.row(0, named=True)["hi"] == pytest.approx(number(raw.mean()) + number(raw.std(ddof=1)))
 
 
 @pytest.mark.slow  # ~10 s on 2 cores: four figures
@@ -118,7 +119,9 @@ def test_every_view_is_a_figure(ex: explore.Exploration) -> None:
         assert figure is not None, name
         png = explore.figure_png(figure)
         assert png.startswith(b"\x89PNG") and len(png) > 10_000
-    legend = [t.get_text() for t in views["curves"].legends[0].get_texts()]
+    curves = views["curves"]
+    assert curves is not None
+    legend = [t.get_text() for t in curves.legends[0].get_texts()]
     assert BAND_LABELS["sd"] in legend
 
 
