@@ -7,7 +7,7 @@ Usage::
     frame, report = read_scores("scores.parquet")          # or .csv, or lm-eval-harness JSON
     print(report.summary())
     frame, report = validate(my_frame, source="my sweep")  # any producer's frame
-    write_scores(frame, "out/scores.parquet")              # atomic: temp file, then rename
+    write_scores(frame, "out/scores.parquet")              # atomic (analysis.io.atomic_write)
 
 Every problem raises `ScoreTableError` naming the input, the column(s), a few offending rows, their
 count and the fix. One documented exception: a NaN score means the evaluation produced no number (a
@@ -25,10 +25,9 @@ key. On a busy 2-core machine a million rows validate in about 0.3 s when alread
 
 from __future__ import annotations
 
+import csv
 import json
-import os
 import re
-import secrets
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any, NoReturn
 
 import polars as pl
 
+from analysis.io import atomic_write
 from analysis.metrics import known_metric_help, metric_info
 
 SCHEMA: dict[str, pl.DataType] = {
@@ -72,6 +72,13 @@ NAN_POLICY = (
 )
 ACCEPTED_FORMATS = "a .parquet or .csv score table, an lm-evaluation-harness result .json file, or a directory of them"
 _MAX_EXAMPLES = 5
+MAX_MAGNITUDE = 1e100
+"""Largest |score|, |stderr| or |random_baseline| accepted. Far above any real metric (a random model's word
+perplexity is ~1e25), and small enough that squares and sums of squares over millions of rows stay finite: a
+score scaled by 1e300 would make every variance overflow to inf and every signal-to-noise ratio 0."""
+SIGNED_METRICS: frozenset[str] = frozenset({"ter_inverse"})
+"""Known unbounded metrics that may be negative; every other known metric (accuracies, F1, BLEU, chrF,
+perplexities, bits per byte, NLL) counts or averages non-negative quantities, so a negative value is a bug."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,6 +222,32 @@ def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     return frame.select(*(value.alias(c) for c, (value, _) in exprs.items()))
 
 
+_TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if SCHEMA[c] == pl.String())
+
+
+def _strip_text(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """Strip leading/trailing whitespace from the text columns; returns the frame, notes and the columns changed.
+
+    A trailing space makes "belebele_hau " a task of its own that no suite file, config or plot would ever name,
+    and it is never what a producer meant (task, metric and run names have no spaces at their ends), so it is
+    removed with a note instead of failing. Rows that become identical in their key are not merged: the
+    duplicate-key check then reports them, saying the key was compared after stripping. Only the distinct
+    values are inspected (a few hundred, not a million), and only changed columns are rewritten.
+    """
+    distinct = pl.collect_all([frame.lazy().select(pl.col(c).unique().drop_nulls()) for c in _TEXT_COLUMNS])
+    padded = {
+        c: values.filter(pl.col(c) != pl.col(c).str.strip_chars()).get_column(c).sort()
+        for c, values in zip(_TEXT_COLUMNS, distinct, strict=True)
+    }
+    changed = [c for c in _TEXT_COLUMNS if padded[c].len()]
+    notes = [
+        f"stripped leading/trailing spaces from {padded[c].len():,} distinct '{c}' value(s), e.g. "
+        + ", ".join(repr(v) for v in padded[c].head(3))
+        for c in changed
+    ]
+    return frame.with_columns(pl.col(c).str.strip_chars() for c in changed), notes, changed
+
+
 def _check_nulls(frame: pl.DataFrame, source: str) -> None:
     """Only seed, tokens and stderr may be missing; a missing key or score is a broken producer."""
     required = [c for c in COLUMNS if c not in NULLABLE]
@@ -277,6 +310,7 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
     unknown = [m for m in names if metric_info(m) is None]
     bounded = [m for m in names if (info := metric_info(m)) is not None and info.bounded]
     higher = [m for m in names if (info := metric_info(m)) is not None and info.higher_is_better]
+    non_negative = [m for m in names if m not in unknown and m not in bounded and m not in SIGNED_METRICS]
     score = pl.col("score")
     return [
         _Check(
@@ -296,6 +330,13 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
             pl.col("metric").is_in(bounded) & ((score < 0) | (score > 1)),
             "row(s) have a score outside [0, 1] for a metric bounded to [0, 1]",
             "store accuracies and F1 as fractions in [0, 1], not percentages",
+        ),
+        _Check(
+            ("metric", "score"),
+            pl.col("metric").is_in(non_negative) & (score < 0),
+            f"row(s) have a negative score for a metric that cannot be negative ({', '.join(non_negative)})",
+            "store the metric itself (a perplexity, bits per byte or NLL is >= 0), not a log-probability or a "
+            "difference; check the producer's sign",
         ),
     ]
 
@@ -339,6 +380,15 @@ def _row_checks() -> list[_Check]:
         _Check((c,), pl.col(c) < 0, f"row(s) have a negative {c}", f"'{c}' counts from 0")
         for c in ("step", "fewshot", "tokens")
     ]
+    checks += [
+        _Check(
+            (c,),
+            pl.col(c).is_finite() & (pl.col(c).abs() > MAX_MAGNITUDE),  # infinities have their own rule
+            f"row(s) have an absurd {c} (|{c}| > {MAX_MAGNITUDE:g}: statistics over it would overflow)",
+            f"store '{c}' in the metric's own unit (a scaling or unit error upstream?)",
+        )
+        for c in ("score", "stderr", "random_baseline")
+    ]
     return checks
 
 
@@ -362,6 +412,7 @@ class _GroupRule:
     values: tuple[str, ...]
     what: str
     fix: str
+    carry: tuple[str, ...] = ()  # columns whose (first) value per group the summary keeps for later checks
 
 
 _GROUP_RULES: tuple[_GroupRule, ...] = (
@@ -370,6 +421,7 @@ _GROUP_RULES: tuple[_GroupRule, ...] = (
         ("tokens",),
         "(run, step) checkpoint(s) have more than one token count",
         "a checkpoint has one token count: correct the tokens of the rows shown",
+        carry=("tokens",),
     ),
     _GroupRule(
         ("task",),
@@ -394,7 +446,8 @@ def _summaries(frame: pl.DataFrame) -> list[pl.DataFrame]:
 
     def summary(rule: _GroupRule) -> pl.LazyFrame:
         differs = pl.any_horizontal(*(pl.col(c).min() != pl.col(c).max() for c in rule.values))
-        return frame.lazy().group_by(rule.by).agg(differs.fill_null(False).alias("differs"))
+        carried = (pl.col(c).drop_nulls().first() for c in rule.carry)
+        return frame.lazy().group_by(rule.by).agg(differs.fill_null(False).alias("differs"), *carried)
 
     return pl.collect_all([summary(rule) for rule in _GROUP_RULES])
 
@@ -422,6 +475,39 @@ def _check_groups(frame: pl.DataFrame, source: str, summaries: Sequence[pl.DataF
             problems.append(_problem((*rule.by, *rule.values), groups.height, rule.what, examples, rule.fix))
     if problems:
         _raise(source, problems)
+
+
+def _check_token_order(frame: pl.DataFrame, source: str, checkpoints: pl.DataFrame) -> None:
+    """Tokens seen never fall as the step rises within a run (each of its seeds): training only adds tokens.
+
+    Runs on the small (run, step) summary, whose one token count per checkpoint `_check_groups` guaranteed; the
+    seeds of the offending steps are looked up only when there is something to report.
+    """
+    order = (
+        checkpoints.lazy()
+        .filter(pl.col("tokens").is_not_null())
+        .sort("run", "step")
+        .with_columns(
+            pl.col("step").shift(1).over("run").alias("previous_step"),
+            pl.col("tokens").shift(1).over("run").alias("previous_tokens"),
+        )
+        .filter(pl.col("tokens") < pl.col("previous_tokens"))
+        .collect()
+    )
+    if not order.height:
+        return
+    examples = []
+    for row in order.head(_MAX_EXAMPLES).rows(named=True):
+        steps = (row["previous_step"], row["step"])
+        at = frame.filter((pl.col("run") == row["run"]) & pl.col("step").is_in(steps))
+        seeds = ", ".join(map(_fmt, at.get_column("seed").unique().sort(nulls_last=True)))
+        examples.append(
+            f"run={row['run']} seed(s) {seeds}: step {row['previous_step']} has tokens {row['previous_tokens']:,}, "
+            f"the later step {row['step']} only {row['tokens']:,}"
+        )
+    what = "checkpoint(s) have fewer tokens than the step before them in the same run"
+    fix = "tokens count the training tokens seen so far: correct the token counts (or the steps) of the rows shown"
+    _raise(source, [_problem(("run", "seed", "step", "tokens"), order.height, what, examples, fix)])
 
 
 _TEXT_KEY: tuple[str, ...] = ("run", "task", "metric")  # the string columns of KEY
@@ -472,7 +558,9 @@ def _sort(frame: pl.DataFrame, values: Mapping[str, pl.Series]) -> tuple[pl.Data
     return ordered.with_columns(text), sort_key.gather(order)
 
 
-def _check_duplicates(ordered: pl.DataFrame, sort_key: pl.Series | None, source: str) -> None:
+def _check_duplicates(
+    ordered: pl.DataFrame, sort_key: pl.Series | None, source: str, stripped: Sequence[str] = ()
+) -> None:
     """KEY must be unique (a null seed counts as a value); once sorted, repeats are adjacent."""
     if sort_key is not None:
         repeat = pl.lit(sort_key.diff().fill_null(1) == 0)
@@ -486,7 +574,12 @@ def _check_duplicates(ordered: pl.DataFrame, sort_key: pl.Series | None, source:
         " ".join(f"{c}={_fmt(row[c])}" for c in KEY) + f" ({row['len'] + 1} rows)" for row in groups.rows(named=True)
     ]
     what = "extra row(s) repeat the key (run, seed, step, task, fewshot, metric) of another row"
-    _raise(source, [_problem(KEY, repeats, what, examples, "deduplicate or give the replicas distinct seeds")])
+    fix = "deduplicate or give the replicas distinct seeds"
+    stripped_key = [c for c in stripped if c in KEY]
+    if stripped_key:
+        what += f" (compared after stripping spaces from {', '.join(stripped_key)}: 'x ' and 'x' are one name)"
+        fix = "keep one of the rows that differ only by spaces around the name, or " + fix
+    _raise(source, [_problem(KEY, repeats, what, examples, fix)])
 
 
 def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadReport]:
@@ -505,9 +598,10 @@ def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadRep
     frame, notes = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
+    frame, strip_notes, stripped = _strip_text(frame)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
     frame, stderr_notes = _null_nan_stderr(frame)
-    report = LoadReport(source, frame.height, dropped, dropped_examples, notes + stderr_notes)
+    report = LoadReport(source, frame.height, dropped, dropped_examples, notes + strip_notes + stderr_notes)
     if not frame.height:
         return frame, report
     summaries = _summaries(frame)
@@ -516,8 +610,9 @@ def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadRep
     }
     _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks())
     _check_groups(frame, source, summaries)
+    _check_token_order(frame, source, next(s for s in summaries if "tokens" in s.columns))
     frame, sort_key = _sort(frame, values)
-    _check_duplicates(frame, sort_key, source)
+    _check_duplicates(frame, sort_key, source, stripped)
     return frame, report
 
 
@@ -736,8 +831,8 @@ def _harness_notes(rows: _HarnessRows, source: str, skip_unknown: bool) -> list[
         raise ScoreTableError(
             f"{source}: {len(rows.unknown_tasks)} task(s) without task info (benchmark, language, "
             f"category, formulation, random_baseline): {_listing(rows.unknown_tasks)}; fix: pass "
-            "task_info= (--task-info CSV with columns task,benchmark,language,category,formulation,"
-            "random_baseline), or skip_unknown=True to skip them"
+            "--task-info CSV (columns task,benchmark,language,category,formulation,random_baseline) or "
+            "--skip-unknown to skip them (Python API: task_info=, skip_unknown=True)"
         )
     notes = []
     if rows.unknown_tasks:
@@ -780,8 +875,10 @@ def read_lm_eval_harness(
         _add_file(rows, path, info, run or run_name(path), tokens_per_step)
     notes = [f"read {len(files)} lm-evaluation-harness result files"]
     notes += _harness_notes(rows, source, skip_unknown)
-    frame, report = validate(pl.DataFrame(rows.columns, schema=SCHEMA), source=source)
+    raw = pl.DataFrame(rows.columns, schema=SCHEMA)
+    frame, report = validate(raw, source=source)
     report.notes = notes + report.notes
+    _require_rows(frame, report, raw.height, notes[1:])
     return frame, report
 
 
@@ -789,14 +886,117 @@ def read_lm_eval_harness(
 # Reading and writing score tables
 
 
+def _csv_field_counts(path: Path) -> pl.DataFrame:
+    """(line number, fields) of every non-empty record, by Python's csv module (quotes may hide commas)."""
+    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
+        reader = csv.reader(handle)
+        counted = [(reader.line_num, len(row)) for row in reader if row]
+    return pl.DataFrame(counted, schema={"number": pl.Int64, "fields": pl.Int64}, orient="row")
+
+
+def _comma_field_counts(data: bytes) -> pl.DataFrame:
+    """(line number, fields) of every non-empty line of a file without quotes: its commas + 1, in polars."""
+    lines = pl.Series("line", [data]).cast(pl.String, strict=False).str.split("\n").explode()
+    return (
+        lines.to_frame()
+        .with_row_index("number", offset=1)
+        .filter(pl.col("line").str.strip_suffix("\r") != "")
+        .select(
+            pl.col("number").cast(pl.Int64), (pl.col("line").str.count_matches(",", literal=True) + 1).alias("fields")
+        )
+    )
+
+
+def _ragged_lines(path: Path) -> tuple[int, list[tuple[int, int]]]:
+    """(fields of the header, [(line number, fields)] of the data lines that have another number of fields).
+
+    polars pads a short line with nulls (a missing stderr or random_baseline would pass as "unknown") and
+    rejects a long one without saying where, so the field count of every line is checked first: in polars when
+    the file has no quote character (0.3 s per million lines), else with the csv module (a quoted field may
+    hold a comma or a line break).
+    """
+    data = path.read_bytes()
+    counted = _csv_field_counts(path) if b'"' in data else _comma_field_counts(data)
+    if not counted.height:
+        return 0, []
+    header = int(counted.item(0, "fields"))
+    ragged = counted.slice(1).filter(pl.col("fields") != header)
+    return header, [(int(line), int(n)) for line, n in ragged.iter_rows()]
+
+
+def _check_csv_shape(path: Path) -> None:
+    """Every data line has the header's number of fields; else the error names the file and the lines."""
+    try:
+        header, ragged = _ragged_lines(path)
+    except OSError as error:
+        raise ScoreTableError(f"{path}: cannot read it ({error})") from error
+    if not ragged:
+        return
+    shown = "; ".join(f"line {line} has {n}" for line, n in ragged[:_MAX_EXAMPLES])
+    more = f" (+{len(ragged) - _MAX_EXAMPLES} more lines)" if len(ragged) > _MAX_EXAMPLES else ""
+    raise ScoreTableError(
+        f"{path}: {len(ragged):,} line(s) do not have the header's {header} comma-separated fields: {shown}{more}; "
+        f"fix: give every line exactly {header} fields (an empty cell is an empty field between two commas; "
+        "quote a value that contains a comma)"
+    )
+
+
+def _read_csv(path: Path) -> pl.DataFrame:
+    """A CSV as text, with the field count of its lines checked where polars may have hidden a ragged line.
+
+    polars rejects a line with too many fields without naming it, and pads one with too few with nulls, which
+    always land in the last column. So the lines are counted (`_check_csv_shape`) only when the read failed or
+    the last column holds a null: a well-formed table pays nothing.
+    """
+    try:
+        frame = pl.read_csv(path, infer_schema=False)
+    except pl.exceptions.ComputeError:
+        _check_csv_shape(path)
+        raise
+    if frame.width and frame.get_column(frame.columns[-1]).null_count():
+        _check_csv_shape(path)
+    return frame
+
+
 def _read_table(path: Path) -> pl.DataFrame:
     """A parquet or CSV file as a frame; CSV as text so that validate's messages explain bad cells."""
     try:
         if path.suffix == ".parquet":
             return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema=False)
+        return _read_csv(path)
     except (OSError, pl.exceptions.PolarsError) as error:
         raise ScoreTableError(f"{path}: cannot read it as {path.suffix[1:]} ({error})") from error
+
+
+def _require_rows(frame: pl.DataFrame, report: LoadReport, read: int, skipped: Sequence[str] = ()) -> None:
+    """A table left with no row to analyse is an error at load time, saying which step removed the rows.
+
+    Without this an empty table travelled on into the statistics and crashed there (an all-null column has no
+    type the arithmetic accepts). `read` is the number of rows before the NaN policy; `skipped` says what the
+    reader left out before (lm-evaluation-harness tasks without task info, unknown metrics).
+    """
+    if frame.height:
+        return
+    if report.dropped_nan:
+        why = (
+            f"all {report.dropped_nan:,} row(s) have a NaN score (the evaluation produced no number) and were "
+            f"dropped by the NaN policy, e.g. {report.dropped_nan_examples[0]}"
+        )
+        fix = "re-run the evaluations that produced no number (see their logs), or point at a table with scores"
+    elif skipped:
+        why = f"the reader skipped everything it found ({'; '.join(skipped)})"
+        fix = "pass --task-info CSV for the skipped tasks, or point at results of tasks the analysis knows"
+    elif read == 0:
+        why = "the table has no data rows (only a header, or an empty file)"
+        fix = (
+            "point at a score table with at least one scored row; `finetasks-afr collect` writes such an empty "
+            'table from lighteval results files that hold only the "all" entry (no task was evaluated): '
+            "evaluate the tasks, then collect again"
+        )
+    else:
+        why = f"none of its {read:,} rows is left"
+        fix = "point at a table with scores"
+    raise ScoreTableError(f"{report.source}: no usable score rows: {why}; fix: {fix}")
 
 
 def read_scores(
@@ -819,17 +1019,20 @@ def read_scores(
         )
     if path.suffix not in {".parquet", ".csv"}:
         raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
-    frame, report = validate(_read_table(path), source=str(path))
+    raw = _read_table(path)
+    frame, report = validate(raw, source=str(path))
+    _require_rows(frame, report, raw.height)
     if task_info is not None or tokens_per_step is not None:
         report.notes.append("task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input")
     return frame, report
 
 
 def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
-    """Validate and write a score table atomically (temp file in the same folder, then rename).
+    """Validate and write a score table through the project's one atomic writer (`analysis.io.atomic_write`).
 
-    The suffix picks the format (.parquet or .csv); parent folders are created. A failed write leaves
-    any previous file untouched and no temporary file behind. Returns validate's report.
+    The suffix picks the format (.parquet or .csv); parent folders are created. A failed write leaves any previous
+    file untouched and no temporary file behind, and the file gets the permissions of a plain `open()`: all of that
+    is `atomic_write`'s job, so this function only validates and chooses the format. Returns validate's report.
     """
     path = Path(path)
     writers: dict[str, Callable[[pl.DataFrame, Path], None]] = {
@@ -839,13 +1042,5 @@ def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
     if path.suffix not in writers:
         raise ScoreTableError(f"{path}: cannot write '{path.suffix}'; fix: use a .parquet or .csv path")
     frame, report = validate(frame, source=f"{path} (writing)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A fresh name, not mkstemp: the writer creates it, so it gets the usual (umask) permissions.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        writers[path.suffix](frame, tmp)
-        tmp.replace(path)  # os.replace: atomic within one file system
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda tmp: writers[path.suffix](frame, tmp))
     return report
