@@ -22,7 +22,6 @@ a dataset folder that the lighteval task `longppl_<iso3>` (finetasks_afr.benchma
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -35,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from analysis.io import atomic_write_text
+from finetasks_afr.local_dataset import write_dataset_folder
 
 SCHEMA = "finetasks-afr/longppl"
 VERSION = 1
@@ -439,22 +439,9 @@ def task_rows(payload: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def data_file_name(text: str) -> str:
-    """`test-<digest>.jsonl`: `datasets` caches a local folder by its name, config and relative file paths, not by
-    content, so a regenerated file must get a new name or it would be served the old rows."""
-    return f"{SPLIT}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:16]}.jsonl"
-
-
-def _readme(language: str, data_file: str) -> str:
+def _card(language: str) -> str:
     return "\n".join(
         [
-            "---",
-            "configs:",
-            f"- config_name: {language}",
-            "  data_files:",
-            f"  - split: {SPLIT}",
-            f"    path: {data_file}",
-            "---",
             f"# LongPPL key paragraphs ({language})",
             "",
             f"Written by `finetasks-afr longppl prepare` from {JSON_NAME} (schema {SCHEMA} v{VERSION}, see",
@@ -466,18 +453,13 @@ def _readme(language: str, data_file: str) -> str:
 
 
 def write_prepared(payload: dict[str, Any], root: Path) -> Path:
-    """Write the JSON, the data file (content digest in its name) and the README (last, it makes the folder a
-    dataset), then remove data files of earlier runs. Every write is atomic."""
+    """Write the JSON, then the task's dataset folder beside it (`test-<content digest>.jsonl` and the README, by
+    `finetasks_afr.local_dataset`, which removes the data files of earlier runs). Every write is atomic."""
     folder = language_dir(root, payload["language"])
     validate(payload, folder / JSON_NAME)  # never write a file that would not read back
     json_path = atomic_write_text(folder / JSON_NAME, json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
-    text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in task_rows(payload))
-    data_file = data_file_name(text)
-    atomic_write_text(folder / data_file, text)
-    atomic_write_text(folder / "README.md", _readme(payload["language"], data_file))
-    for stale in folder.glob(f"{SPLIT}-*.jsonl"):
-        if stale.name != data_file:
-            stale.unlink()
+    language = payload["language"]
+    write_dataset_folder(folder, {language: {SPLIT: task_rows(payload)}}, card=_card(language), config_folders=False)
     return json_path
 
 

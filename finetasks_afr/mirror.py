@@ -12,10 +12,11 @@ Two ways to fill ``<out>/<key>/``:
   hub is unknown (see ``SOURCES[key].notes``). Rows that cannot be converted (missing field, bad label) are
   skipped and counted in the :class:`MirrorReport`.
 
-Per dataset: an existing README.md is removed first, every data file is written to a temporary file in the
-same directory and moved into place with ``os.replace``, README.md is written last (also atomically), and only
-then are data files it no longer lists removed. A half-built dataset therefore has no README.md and
-:func:`finetasks_afr.sources.hf_location` keeps using the hub. Re-running replaces the dataset.
+Every dataset folder is written by :func:`finetasks_afr.local_dataset.write_dataset_folder` (data files named
+after their content, each written atomically, README.md last, stale files removed after it): an interrupted
+rebuild leaves the previous dataset whole, and a changed dataset is never served from a stale `datasets` cache.
+Re-running replaces the dataset. :func:`import_raw` reads and checks every raw file before it writes anything, so
+a bad file (not UTF-8, empty, a header without a needed column) is a named error with nothing half-written.
 
 What each raw release becomes (configs, splits, fields: the hub's where known) is declared by its benchmark
 module (``DatasetSource.raw`` in ``finetasks_afr/benchmarks/<name>.py``); this module only drives them.
@@ -23,27 +24,21 @@ module (``DatasetSource.raw`` in ``finetasks_afr/benchmarks/<name>.py``); this m
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import json
-import math
+import difflib
 import os
-import re
 import socket
-import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import yaml
-
+from finetasks_afr.local_dataset import Layout, write_dataset_folder
 from finetasks_afr.raw import RawImporter, Unit
-from finetasks_afr.sources import DATA_DIR_ENV, LAYOUT_MARKER, README_NAME, SOURCES, DatasetSource, source
+from finetasks_afr.sources import DATA_DIR_ENV, LAYOUT_MARKER, SOURCES, DatasetSource, source
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, label)``: called once before work starts and after each unit of work."""
@@ -125,164 +120,60 @@ class MirrorReport:
 # ------------------------------------------------------------------------------------------ writing
 
 
-def _atomic_write(path: Path, write: Callable[[Any], None]) -> None:
-    """Write ``path`` via a temporary file in the same directory and ``os.replace``; no temp file survives."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual permissions
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp_name).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp_name).unlink()
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _nan_to_none(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _nan_to_none(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_none(v) for v in value]
-    return value
-
-
-def _json_line(row: Mapping[str, Any]) -> str:
-    try:
-        return json.dumps(row, ensure_ascii=False, allow_nan=False)
-    except ValueError:  # NaN/inf: not valid JSON for the datasets json loader
-        return json.dumps(_nan_to_none(row), ensure_ascii=False)
-
-
-def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
-    def write(handle: Any) -> None:
-        for row in rows:
-            handle.write(_json_line(row))
-            handle.write("\n")
-
-    _atomic_write(path, write)
-
-
 def _ordered_splits(splits: Iterable[str], src: DatasetSource) -> list[str]:
     known = [s for s in src.splits if s in splits]
     return known + sorted(s for s in splits if s not in src.splits)
 
 
-def _readme_text(
+def _card(src: DatasetSource, origin: str, report: MirrorReport) -> Callable[[Layout], str]:
+    """The README body (below the front matter the writer makes): origin, layout version, row counts."""
+
+    def body(layout: Layout) -> str:
+        table = ["| config | split | rows | skipped |", "|---|---|---|---|"]
+        for cfg, splits in layout.items():
+            for split in splits:
+                count = report.count(src.key, cfg, split)
+                table.append(f"| {cfg} | {split} | {count.rows} | {count.skipped} |")
+        built = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        lines = [
+            f"# {src.key}: local mirror of `{src.hub_repo}`",
+            "",
+            "Written by finetasks-afr (layout: `finetasks_afr/sources.py`). Load it with",
+            f"`datasets.load_dataset('<this directory>', name=<config>)`; point `{DATA_DIR_ENV}` at its parent.",
+            "",
+            f"- origin: {origin}",
+            f"- {LAYOUT_MARKER} {src.layout}",
+            f"- built: {built}",
+            f"- hub notes: {src.notes}",
+            "",
+            *table,
+            "",
+        ]
+        return "\n".join(lines)
+
+    return body
+
+
+def _write_dataset(
+    out: Path,
     src: DatasetSource,
-    layout: Mapping[str, Sequence[str]],
+    splits: Mapping[str, Mapping[str, Sized]],
     features: Mapping[str, list[dict[str, Any]]],
     origin: str,
     report: MirrorReport,
-) -> str:
-    front: dict[str, Any] = {
-        "configs": [
-            {
-                "config_name": cfg,
-                "data_files": [{"split": split, "path": f"{cfg}/{split}.jsonl"} for split in splits],
-            }
-            for cfg, splits in layout.items()
-        ],
-        "dataset_info": [{"config_name": cfg, "features": features[cfg]} for cfg in layout if cfg in features],
-    }
-    header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000)
-    table = ["| config | split | rows | skipped |", "|---|---|---|---|"]
-    for cfg, splits in layout.items():
-        for split in splits:
-            count = report.count(src.key, cfg, split)
-            table.append(f"| {cfg} | {split} | {count.rows} | {count.skipped} |")
-    built = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = [
-        f"# {src.key}: local mirror of `{src.hub_repo}`",
-        "",
-        "Written by finetasks-afr (layout: `finetasks_afr/sources.py`). Load it with",
-        f"`datasets.load_dataset('<this directory>', name=<config>)`; point `{DATA_DIR_ENV}` at its parent.",
-        "",
-        f"- origin: {origin}",
-        f"- {LAYOUT_MARKER} {src.layout}",
-        f"- built: {built}",
-        f"- hub notes: {src.notes}",
-        "",
-        *table,
-        "",
-    ]
-    return f"---\n{header}---\n" + "\n".join(body)
-
-
-_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]*")
-
-
-class _DatasetWriter:
-    """Writes one dataset directory: README removed first, data files atomically, README last, stale files last."""
-
-    def __init__(self, out: Path, src: DatasetSource, report: MirrorReport) -> None:
-        self.root = out / src.key
-        self.src = src
-        self.report = report
-        self.layout: dict[str, list[str]] = {}
-        self.features: dict[str, list[dict[str, Any]]] = {}
-        self.root.mkdir(parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            (self.root / README_NAME).unlink()
-
-    def write_split(self, config: str, split: str, rows: Sequence[Mapping[str, Any]] | Iterable[Mapping[str, Any]]):
-        for name in (config, split):
-            if not _SAFE_NAME.fullmatch(name):
-                raise MirrorError(f"{self.src.key}: config/split name {name!r} is not usable as a file name")
-        path = self.root / config / f"{split}.jsonl"
-        count = self.report.count(self.src.key, config, split)
-        written = 0
-
-        def counted() -> Iterator[Mapping[str, Any]]:
-            nonlocal written
-            for row in rows:
-                written += 1
-                yield row
-
-        _write_jsonl(path, counted())
-        if written == 0:  # an empty JSONL file does not load: leave the split out
-            path.unlink()
-            return
-        count.rows = written
-        splits = self.layout.setdefault(config, [])
-        if split not in splits:
-            splits.append(split)
-
-    def set_features(self, config: str, features_yaml: list[dict[str, Any]]) -> None:
-        self.features[config] = features_yaml
-
-    def finish(self, origin: str) -> None:
-        layout = {cfg: _ordered_splits(splits, self.src) for cfg, splits in sorted(self.layout.items()) if splits}
-        if not layout:
-            self.report.notes.append(f"{self.src.key}: no rows; no README written")
-        else:
-            text = _readme_text(self.src, layout, self.features, origin, self.report)
-            # `datasets` caches a local dataset by folder name, config and README, not by data content: the
-            # content fingerprint in the README makes changed data a new cache entry (no stale rows)
-            digest = hashlib.sha256()
-            for cfg, splits in layout.items():
-                for split in splits:
-                    digest.update((self.root / cfg / f"{split}.jsonl").read_bytes())
-            text += f"\ncontent sha256: {digest.hexdigest()}\n"
-            _atomic_write(self.root / README_NAME, lambda handle: handle.write(text))
-        keep = {self.root / cfg / f"{split}.jsonl" for cfg, splits in layout.items() for split in splits}
-        for path in sorted(self.root.rglob("*.jsonl")):
-            if path not in keep:
-                path.unlink()
-        for path in sorted((p for p in self.root.iterdir() if p.is_dir()), reverse=True):
-            with contextlib.suppress(OSError):
-                path.rmdir()  # only when empty
+) -> None:
+    """One dataset folder `<out>/<key>/` from config -> split -> rows (lists or `datasets.Dataset`s)."""
+    configs: dict[str, dict[str, Any]] = {}
+    for config in sorted(splits):
+        by_split = splits[config]
+        configs[config] = {split: by_split[split] for split in _ordered_splits(by_split, src)}
+        for split, rows in configs[config].items():
+            report.count(src.key, config, split).rows = len(rows)
+    layout = write_dataset_folder(
+        out / src.key, configs, card=_card(src, origin, report), features=features, config_folders=True
+    )
+    if not layout:
+        report.notes.append(f"{src.key}: no rows; no README written")
 
 
 def _selected(datasets: Sequence[str] | None, default: Iterable[str]) -> list[str]:
@@ -292,6 +183,85 @@ def _selected(datasets: Sequence[str] | None, default: Iterable[str]) -> list[st
     for key in keys:
         source(key)  # KeyError naming an unknown key
     return keys
+
+
+def _plan(
+    src: Path, keys: Sequence[str], explicit: bool, report: MirrorReport
+) -> list[tuple[str, RawImporter, list[Unit]]]:
+    """The raw units to read per key; MirrorError for a hub-only key or (when asked for by name) a missing folder."""
+    plan: list[tuple[str, RawImporter, list[Unit]]] = []
+    for key in keys:
+        importer = SOURCES[key].raw
+        if importer is None:
+            raise MirrorError(
+                f"no raw importer for {key!r} (hub only: {SOURCES[key].hub_repo}); "
+                "use `finetasks-afr data mirror` on a machine with hub access"
+            )
+        root = src / importer.subdir
+        if not root.is_dir():
+            if explicit:
+                raise MirrorError(f"raw folder for {key!r} not found: {root}")
+            report.notes.append(f"{key}: raw folder {root} not found; skipped")
+            continue
+        plan.append((key, importer, importer.units(root)))
+    return plan
+
+
+Rows = dict[str, dict[str, list[dict[str, Any]]]]
+"""config -> split -> converted rows of one dataset."""
+
+
+def _read_all(
+    plan: list[tuple[str, RawImporter, list[Unit]]],
+    wanted: set[str] | None,
+    report: MirrorReport,
+    progress: Progress | None,
+) -> tuple[dict[str, Rows], set[str]]:
+    """Every raw file read and converted (a RawFileError stops here, before anything is written); also returns
+    every config name the raw files hold, for checking ``--config``."""
+    total = sum(len(units) for _, _, units in plan)
+    done = 0
+    if progress:
+        progress(done, total, "")
+    read: dict[str, Rows] = {}
+    seen: set[str] = set()
+    for key, _, units in plan:
+        rows: Rows = read.setdefault(key, {})
+        report.counts.setdefault(key, {})
+        for unit in units:
+            for config, split, item in unit.read():
+                seen.add(config)
+                if wanted is not None and config not in wanted:
+                    continue
+                if isinstance(item, str):
+                    count = report.count(key, config, split)
+                    count.skipped += 1
+                    count.reasons[item] += 1
+                else:
+                    rows.setdefault(config, {}).setdefault(split, []).append(item)
+            done += 1
+            if progress:
+                progress(done, total, unit.label)
+    return read, seen
+
+
+def _check_configs(wanted: set[str] | None, seen: set[str], keys: Sequence[str]) -> None:
+    """MirrorError naming a requested config that no raw file holds, with the close matches."""
+    if wanted is None:
+        return
+    unknown = sorted(wanted - seen)
+    if not unknown:
+        return
+    lines = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(seen), n=5, cutoff=0.6)
+        lines.append(f"{name!r} (close matches: {', '.join(close)})" if close else repr(name))
+    listed = sorted(seen)
+    available = ", ".join(listed[:40]) + (f", ... ({len(listed)} in all)" if len(listed) > 40 else "")
+    raise MirrorError(
+        f"--config {'; '.join(lines)} is no config of {', '.join(keys)} in these raw files, so nothing was written; "
+        f"configs available: {available or 'none'}"
+    )
 
 
 def import_raw(
@@ -306,63 +276,31 @@ def import_raw(
 
     ``datasets``: keys to build (default: every key with a raw importer whose raw folder exists);
     ``configs``: only these config names (for quick builds). Unknown key -> KeyError; a hub-only key or a
-    missing raw folder for an explicitly requested key -> MirrorError naming it.
+    missing raw folder for an explicitly requested key, or a config no raw file holds -> MirrorError naming it; a
+    raw file that cannot be read -> RawFileError naming it. Every raw file is read before anything is written.
     """
     src, out = Path(src), Path(out)
     if not src.is_dir():
         raise MirrorError(f"raw data folder not found: {src}")
-    importers = {key: src.raw for key, src in SOURCES.items() if src.raw is not None}
+    importers = [key for key, source_ in SOURCES.items() if source_.raw is not None]
     keys = _selected(datasets, importers)
     report = MirrorReport(out=out)
     wanted = set(configs) if configs is not None else None
-    plan: list[tuple[str, RawImporter, list[Unit]]] = []
-    for key in keys:
-        importer = importers.get(key)
-        if importer is None:
-            raise MirrorError(
-                f"no raw importer for {key!r} (hub only: {SOURCES[key].hub_repo}); "
-                "use `finetasks-afr data mirror` on a machine with hub access"
-            )
-        root = src / importer.subdir
-        if not root.is_dir():
-            if datasets is not None:
-                raise MirrorError(f"raw folder for {key!r} not found: {root}")
-            report.notes.append(f"{key}: raw folder {root} not found; skipped")
-            continue
-        plan.append((key, importer, importer.units(root)))
-    for key in sorted(set(SOURCES) - set(importers)):
-        if datasets is None:
+    plan = _plan(src, keys, datasets is not None, report)
+    if datasets is None:
+        for key in sorted(set(SOURCES) - set(importers)):
             report.notes.append(f"{key}: hub only (no raw release here); not in this mirror")
-
     started = time.perf_counter()
-    total = sum(len(units) for _, _, units in plan)
-    done = 0
-    if progress:
-        progress(done, total, "")
-    for key, importer, units in plan:
-        rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for unit in units:
-            for config, split, item in unit.read():
-                if wanted is not None and config not in wanted:
-                    continue
-                if isinstance(item, str):
-                    count = report.count(key, config, split)
-                    count.skipped += 1
-                    count.reasons[item] += 1
-                else:
-                    rows.setdefault((config, split), []).append(item)
-            done += 1
-            if progress:
-                progress(done, total, unit.label)
-        report.counts.setdefault(key, {})
+    read, seen = _read_all(plan, wanted, report, progress)
+    _check_configs(wanted, seen, [key for key, _, _ in plan])
+    origin = f"raw import from `{src}` (finetasks-afr data import-raw)"
+    for key, importer, _ in plan:
+        rows = read[key]
         if wanted is not None and not rows:
             report.notes.append(f"{key}: none of the requested configs; mirror left untouched")
             continue
-        writer = _DatasetWriter(out, SOURCES[key], report)
-        for (config, split), split_rows in sorted(rows.items()):
-            writer.write_split(config, split, split_rows)
-            writer.set_features(config, importer.features(config)._to_yaml_list())
-        writer.finish(f"raw import from `{src}` (finetasks-afr data import-raw)")
+        features = {config: importer.features(config)._to_yaml_list() for config in rows}
+        _write_dataset(out, SOURCES[key], rows, features, origin, report)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -420,7 +358,7 @@ def mirror_from_hub(
 
     Raises HubUnreachableError at once when the hub cannot be reached. Any other failure of one dataset
     (repository missing, loading script refused by datasets>=4, ...) is recorded in ``report.errors`` and
-    that dataset keeps its previous mirror state minus its README (it falls back to the hub).
+    that dataset keeps its previous mirror as it was (or, without one, falls back to the hub).
     """
     import datasets as hf_datasets
 
@@ -454,7 +392,8 @@ def mirror_from_hub(
             report.notes.append(f"{key}: none of the requested configs on the hub; mirror left untouched")
             continue
         total += len(names)
-        writer = _DatasetWriter(out, src, report)
+        loaded_splits: dict[str, dict[str, Any]] = {}
+        features: dict[str, list[dict[str, Any]]] = {}
         failed = False
         for name in names:
             try:
@@ -467,22 +406,20 @@ def mirror_from_hub(
                 )
                 failed = True
                 break
-            try:
-                for split in _ordered_splits(list(loaded), src):
-                    dataset = loaded[split]
-                    writer.write_split(name, split, iter(dataset))
-                    writer.set_features(name, dataset.features._to_yaml_list())
-            except (MirrorError, TypeError, ValueError) as error:  # e.g. a field JSON cannot hold
-                report.errors.append(f"{key}/{name}: cannot write the mirror: {error}")
-                failed = True
-                break
+            loaded_splits[name] = {split: loaded[split] for split in loaded}
+            features[name] = next(iter(loaded.values())).features._to_yaml_list() if len(loaded) else []
             done += 1
             if progress:
                 progress(done, total, f"{key}/{name}")
+        if not failed:
+            revision = f"@{src.revision}" if src.revision else " (unpinned: main)"
+            try:
+                _write_dataset(out, src, loaded_splits, features, f"hub `{src.hub_repo}`{revision} "
+                               "(finetasks-afr data mirror)", report)  # fmt: skip
+            except (TypeError, ValueError) as error:  # e.g. a field JSON cannot hold
+                report.errors.append(f"{key}: cannot write the mirror: {error}")
+                failed = True
         if failed:
-            report.notes.append(f"{key}: incomplete; README not written (tasks keep using the hub)")
-            continue
-        revision = f"@{src.revision}" if src.revision else " (unpinned: main)"
-        writer.finish(f"hub `{src.hub_repo}`{revision} (finetasks-afr data mirror)")
+            report.notes.append(f"{key}: not rebuilt; its previous mirror (if any) is kept as it was")
     report.seconds = time.perf_counter() - started
     return report

@@ -3,13 +3,19 @@
 `finetasks-afr data import-raw` builds a mirror (layout: :mod:`finetasks_afr.sources`) from the raw GitHub
 releases of the datasets, laid out as in ``shared/data``. The knowledge of one release (file names, columns,
 labels, the hub schema its rows become) lives in that benchmark's module as a :class:`RawImporter`; this module
-holds only what every importer needs: reading TSV files, checking a string field, and the unit/row protocol
-that :func:`finetasks_afr.mirror.import_raw` drives.
+holds only what every importer needs: reading a raw file as text, reading TSV files, checking a string field, and
+the unit/row protocol that :func:`finetasks_afr.mirror.import_raw` drives.
+
+A bad row is skipped and counted (the mirror report lists the reasons); a bad *file* (not UTF-8, empty, a header
+without a column every row needs) is a :class:`RawFileError` naming the file and the fix, raised while reading,
+before anything is written: a whole file lost behind a count of "missing tweet" skips is no skip. A UTF-8 byte
+order mark (Excel's "UTF-8" export) is removed, not read as part of the first column's name.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -23,6 +29,10 @@ csv.field_size_limit(sys.maxsize)
 
 class RowError(Exception):
     """A raw row that cannot be converted; the message is the reason counted in the mirror report."""
+
+
+class RawFileError(ValueError):
+    """A raw file that cannot be imported at all; the message names the file, what is wrong and the fix."""
 
 
 Yielded = tuple[str, str, dict[str, Any] | str]
@@ -62,21 +72,45 @@ def str_field(row: Mapping[str, Any], name: str, *, required: bool = True) -> st
     return value
 
 
-def read_tsv(path: Path) -> Iterator[dict[str, str] | str]:
-    """Rows of a TSV with a header (CSV-style quoting, as written by pandas); a malformed row yields a reason."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle, delimiter="\t")
-        header = next(reader, None)
-        if header is None:
-            return
-        header = [name.strip() for name in header]
-        for values in reader:
-            if not values or values == [""]:
-                continue
-            if len(values) != len(header):
-                yield f"expected {len(header)} columns, got {len(values)}"
-                continue
-            yield dict(zip(header, values, strict=True))
+def read_text(path: Path) -> str:
+    """The whole file as text (UTF-8, a byte order mark removed); RawFileError when it is empty or not UTF-8."""
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise RawFileError(
+            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, byte offset {error.start}); "
+            "re-save the file as UTF-8 (e.g. `iconv -f <its encoding> -t UTF-8`) and run again"
+        ) from None
+    if not text.strip():
+        raise RawFileError(
+            f"{path} is empty ({len(data)} bytes); copy it again from the release, or delete it if that split "
+            "does not exist"
+        )
+    return text
+
+
+def read_tsv(path: Path, required: tuple[str, ...] = ()) -> Iterator[dict[str, str] | str]:
+    """Rows of a TSV with a header (CSV-style quoting, as written by pandas); a malformed row yields a reason.
+
+    A header without one of the `required` columns is a RawFileError: every row would be skipped for it."""
+    reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t")
+    header = [name.strip() for name in next(reader, [])]
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise RawFileError(
+            f"{path}: no column {', '.join(missing)} in its header (columns found: {', '.join(header) or 'none'}); "
+            f"this release's TSV files need the columns {', '.join(required)}: restore the header line or copy the "
+            "file again from the release"
+        )
+    for values in reader:
+        if not values or values == [""]:
+            continue
+        if len(values) != len(header):
+            yield f"expected {len(header)} columns, got {len(values)}"
+            continue
+        yield dict(zip(header, values, strict=True))
 
 
 def lang_dirs(root: Path) -> list[Path]:
@@ -87,8 +121,12 @@ def lang_dirs(root: Path) -> list[Path]:
 TSV_SPLITS = {"train.tsv": "train", "dev.tsv": "validation", "test.tsv": "test"}
 
 
-def tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]) -> Callable[[Path], list[Unit]]:
-    """Units of a ``<lang>/{train,dev,test}.tsv`` release: config = folder name, raw ``dev`` = hub ``validation``."""
+def tsv_units(
+    key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]], columns: tuple[str, ...]
+) -> Callable[[Path], list[Unit]]:
+    """Units of a ``<lang>/{train,dev,test}.tsv`` release: config = folder name, raw ``dev`` = hub ``validation``.
+
+    ``columns``: the header columns every file must have (a file without one is a RawFileError, not skips)."""
 
     def units(root: Path) -> list[Unit]:
         found = []
@@ -99,7 +137,7 @@ def tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]
                     found.append(
                         Unit(
                             f"{key}/{lang_dir.name}/{split}",
-                            partial(_tsv_rows, path, lang_dir.name, split, convert),
+                            partial(_tsv_rows, path, lang_dir.name, split, convert, columns),
                         )
                     )
         return found
@@ -108,9 +146,13 @@ def tsv_units(key: str, convert: Callable[[dict[str, str], Path], dict[str, Any]
 
 
 def _tsv_rows(
-    path: Path, config: str, split: str, convert: Callable[[dict[str, str], Path], dict[str, Any]]
+    path: Path,
+    config: str,
+    split: str,
+    convert: Callable[[dict[str, str], Path], dict[str, Any]],
+    columns: tuple[str, ...],
 ) -> Iterator[Yielded]:
-    for raw in read_tsv(path):
+    for raw in read_tsv(path, columns):
         if isinstance(raw, str):
             yield config, split, raw
             continue

@@ -12,10 +12,14 @@ machine with hub access, or ``finetasks-afr data import-raw`` from the raw GitHu
 
     <DATA_DIR>/<key>/README.md              YAML front matter: configs (config_name, data_files: [{split, path}])
                                             and dataset_info (config_name, features) per config
-    <DATA_DIR>/<key>/<config>/<split>.jsonl one JSON object per line, the hub's field names and types
+    <DATA_DIR>/<key>/<config>/<split>-<digest>.jsonl
+                                            one JSON object per line, the hub's field names and types; the digest
+                                            of its content in the name keeps `datasets`' cache from serving the
+                                            rows of an older build (see :mod:`finetasks_afr.local_dataset`)
 
 ``<key>`` is a key of :data:`SOURCES`. A dataset directory counts as a mirror only once its README.md exists
-(the README is written last), so a half-built mirror is never picked up. A key without a mirror falls back
+(the README is written last, after the data files it lists), so a half-built mirror is never picked up, and an
+interrupted rebuild leaves the previous one whole. A key without a mirror falls back
 to the hub, also when the data dir is set. The README records the mirror layout version of its dataset
 (``finetasks-afr mirror layout: N``); a mirror older than its dataset's :attr:`DatasetSource.layout` (for
 example Bridging-the-Gap mirrors built before the hub's config names were adopted) is refused with

@@ -463,36 +463,39 @@ def test_readme_written_last_and_no_temp_files(tmp_path: Path, monkeypatch: pyte
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
-def test_failed_build_leaves_no_readme(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_rebuild_keeps_the_previous_dataset_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rebuild that fails half-way (disk full) leaves the previous README and the files it lists, no new data file
+    and no temporary: the mirror is all-old, and re-running builds it all-new."""
+    from finetasks_afr import local_dataset
+
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"
     import_raw(src, out, datasets=["sib200"])
-    assert (out / "sib200" / "README.md").is_file()
+    before = {p: p.read_bytes() for p in (out / "sib200").rglob("*") if p.is_file()}
     monkeypatch.setenv(DATA_DIR_ENV, str(out))
     assert hf_location("sib200")[0] == str(out / "sib200")
+    (src / "sib200" / "hau_Latn" / "train.tsv").write_text("index_id\tcategory\ttext\n1\thealth\tChanged\n")
+    (src / "sib200" / "hau_Latn" / "test.tsv").write_text("index_id\tcategory\ttext\n9\tsports\tChanged too\n")
 
-    real_write = mirror_mod._write_jsonl
+    real_write = local_dataset.atomic_write_text
     calls = {"n": 0}
 
-    def failing(path, rows):
+    def failing(path, text):
         calls["n"] += 1
-        real_write(path, _explode(rows) if calls["n"] == 2 else rows)
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        return real_write(path, text)
 
-    monkeypatch.setattr(mirror_mod, "_write_jsonl", failing)
+    monkeypatch.setattr(local_dataset, "atomic_write_text", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         import_raw(src, out, datasets=["sib200"])
-    assert not (out / "sib200" / "README.md").exists()  # a half-built dataset is never picked up
-    assert hf_location("sib200") == ("Davlan/sib200", None)
-    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
-
-    monkeypatch.setattr(mirror_mod, "_write_jsonl", real_write)
-    import_raw(src, out, datasets=["sib200"])  # re-running repairs it
+    assert {p: p.read_bytes() for p in (out / "sib200").rglob("*") if p.is_file()} == before
     assert hf_location("sib200")[0] == str(out / "sib200")
 
-
-def _explode(rows):
-    yield from rows
-    raise RuntimeError("disk full")
+    monkeypatch.setattr(local_dataset, "atomic_write_text", real_write)
+    import_raw(src, out, datasets=["sib200"])  # re-running builds the new one
+    texts = "".join(p.read_text() for p in (out / "sib200").rglob("*.jsonl"))
+    assert "Changed" in texts and "Lafiya" not in texts
 
 
 def test_rerun_replaces_and_drops_stale_files(tmp_path: Path, offline) -> None:

@@ -16,7 +16,7 @@ from lighteval.utils.language import Language
 
 from finetasks_afr.benchmarks.common import clean, generative_tasks
 from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, lang_dirs, str_field
+from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, lang_dirs, read_text, str_field
 from finetasks_afr.sources import DatasetSource
 
 _RAW_FILE = re.compile(
@@ -39,21 +39,20 @@ def _raw_units(root: Path) -> list[Unit]:
 
 
 def _raw_rows(path: Path, config: str, split: str) -> Iterator[Yielded]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)  # Python's json accepts the NaN the raw files contain
-            except json.JSONDecodeError:
-                yield config, split, "invalid JSON"
-                continue
-            try:
-                if not isinstance(raw, dict):
-                    raise RowError("not a JSON object")
-                yield config, split, _raw_row(raw)
-            except RowError as skip:
-                yield config, split, str(skip)
+    for line in read_text(path).splitlines():
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)  # Python's json accepts the NaN the raw files contain
+        except json.JSONDecodeError:
+            yield config, split, "invalid JSON"
+            continue
+        try:
+            if not isinstance(raw, dict):
+                raise RowError("not a JSON object")
+            yield config, split, _raw_row(raw)
+        except RowError as skip:
+            yield config, split, str(skip)
 
 
 def _raw_row(raw: dict[str, Any]) -> dict[str, Any]:

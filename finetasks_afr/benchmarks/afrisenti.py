@@ -42,7 +42,9 @@ SOURCES = (
         "here has no train split (lm-eval's few-shot split), so a raw-import mirror has validation/test "
         "only; the raw orm files' extra ID column is dropped.",
         text_field=("tweet", "test"),
-        raw=RawImporter("afrisenti", tsv_units("afrisenti", _raw_row), string_features("tweet", "label")),
+        raw=RawImporter(
+            "afrisenti", tsv_units("afrisenti", _raw_row, ("tweet", "label")), string_features("tweet", "label")
+        ),
     ),
 )
 

@@ -20,7 +20,7 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
 from finetasks_afr.languages import covered_by, flores_codes
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, str_field
+from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, read_text, str_field
 from finetasks_afr.sources import DatasetSource
 
 _TEXT_FIELDS = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4")
@@ -32,26 +32,25 @@ def _raw_units(root: Path) -> list[Unit]:
 
 
 def _raw_rows(path: Path) -> Iterator[Yielded]:
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError:
-                yield "<unknown>", "test", "invalid JSON"
-                continue
-            if not isinstance(raw, dict):
-                yield "<unknown>", "test", "not a JSON object"
-                continue
-            dialect = raw.get("dialect")
-            if not isinstance(dialect, str) or not re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", dialect):
-                yield "<unknown>", "test", "missing dialect"
-                continue
-            try:
-                yield dialect, "test", _raw_row(raw, dialect)
-            except RowError as skip:
-                yield dialect, "test", str(skip)
+    for line in read_text(path).splitlines():
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError:
+            yield "<unknown>", "test", "invalid JSON"
+            continue
+        if not isinstance(raw, dict):
+            yield "<unknown>", "test", "not a JSON object"
+            continue
+        dialect = raw.get("dialect")
+        if not isinstance(dialect, str) or not re.fullmatch(r"[a-z]{3}_[A-Z][a-z]{3}", dialect):
+            yield "<unknown>", "test", "missing dialect"
+            continue
+        try:
+            yield dialect, "test", _raw_row(raw, dialect)
+        except RowError as skip:
+            yield dialect, "test", str(skip)
 
 
 def _raw_row(raw: dict[str, Any], dialect: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import re
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -38,7 +39,7 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
 from finetasks_afr.languages import AfricanLanguage, covered_by
 from finetasks_afr.partial_scoring import get_partial_scoring_prompt_function
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, str_field
+from finetasks_afr.raw import RawFileError, RawImporter, RowError, Unit, Yielded, read_text, str_field
 from finetasks_afr.sources import DatasetSource
 
 HUB_REPO = "Institute-Disease-Modeling/mmlu-winogrande-afr"
@@ -93,26 +94,29 @@ def _wino_columns(code: str) -> tuple[str, ...]:
 
 def _wino_rows(path: Path, config: str) -> Iterator[Yielded]:
     columns = _wino_columns(config.removeprefix("winogrande_"))
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        reader = csv.DictReader(handle)
-        missing = [name for name in columns if name not in (reader.fieldnames or [])]
-        if missing:
-            yield config, "<missing>", f"{path.name}: missing column(s) {missing}"
-            return
-        for raw in reader:
-            split = (raw.get("Split") or "").strip()
-            if split not in WINOGRANDE_SPLITS:
-                yield config, split or "<missing>", "bad Split"
-                continue
-            try:
-                answer = (str_field(raw, "Answer") or "").strip()
-                if answer not in ("1", "2"):
-                    raise RowError("bad Answer")
-                row: dict[str, Any] = {name: str_field(raw, name) for name in columns if name != "Answer"}
-            except RowError as skip:
-                yield config, split, str(skip)
-                continue
-            yield config, split, {**row, "Answer": int(answer)}
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    found = [name.strip() for name in reader.fieldnames or []]
+    missing = [name for name in columns if name not in found]
+    if missing:
+        raise RawFileError(
+            f"{path}: no column {', '.join(missing)} in its header (columns found: {', '.join(found) or 'none'}); "
+            f"this release's CSV files need the columns {', '.join(columns)}: restore the header line or copy the "
+            "file again from the release"
+        )
+    for raw in reader:
+        split = (raw.get("Split") or "").strip()
+        if split not in WINOGRANDE_SPLITS:
+            yield config, split or "<missing>", "bad Split"
+            continue
+        try:
+            answer = (str_field(raw, "Answer") or "").strip()
+            if answer not in ("1", "2"):
+                raise RowError("bad Answer")
+            row: dict[str, Any] = {name: str_field(raw, name) for name in columns if name != "Answer"}
+        except RowError as skip:
+            yield config, split, str(skip)
+            continue
+        yield config, split, {**row, "Answer": int(answer)}
 
 
 def _wino_features(config: str) -> Any:
@@ -141,20 +145,19 @@ def _mmlu_units(root: Path, english: bool) -> list[Unit]:
 
 def _headerless(path: Path, config: str, split: str) -> Iterator[tuple[list[str], str] | str]:
     """Rows of a headerless MMLU CSV (question, A, B, C, D, answer letter) or the reason one is skipped."""
-    with path.open(newline="", encoding="utf-8-sig") as handle:
-        for values in csv.reader(handle):
-            if not values or values == [""]:
-                continue
-            if len(values) != 6:
-                yield f"expected 6 columns, got {len(values)}"
-                continue
-            answer = values[5].strip().upper()
-            if answer not in ("A", "B", "C", "D"):
-                yield "bad Answer"
-            elif not values[0].strip():
-                yield "missing Question"
-            else:
-                yield values[:5], answer
+    for values in csv.reader(io.StringIO(read_text(path), newline="")):
+        if not values or values == [""]:
+            continue
+        if len(values) != 6:
+            yield f"expected 6 columns, got {len(values)}"
+            continue
+        answer = values[5].strip().upper()
+        if answer not in ("A", "B", "C", "D"):
+            yield "bad Answer"
+        elif not values[0].strip():
+            yield "missing Question"
+        else:
+            yield values[:5], answer
 
 
 def _mmlu_rows(path: Path, config: str, split: str) -> Iterator[Yielded]:

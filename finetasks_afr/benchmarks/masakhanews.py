@@ -71,7 +71,9 @@ SOURCES = (
         "raw-import mirror has validation/test only.",
         text_field=("text", "test"),
         raw=RawImporter(
-            "masakhanews", tsv_units("masakhanews", _raw_row), string_features("category", "headline", "text", "url")
+            "masakhanews",
+            tsv_units("masakhanews", _raw_row, ("category", "headline", "text")),
+            string_features("category", "headline", "text", "url"),
         ),
     ),
 )

@@ -14,7 +14,7 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
 from finetasks_afr.languages import covered_by, flores_codes
-from finetasks_afr.raw import RawImporter, RowError, str_field, tsv_units
+from finetasks_afr.raw import RawImporter, RowError, read_text, str_field, tsv_units
 from finetasks_afr.sources import DatasetSource
 
 TOPICS = ("science/technology", "travel", "politics", "sports", "health", "entertainment", "geography")
@@ -28,7 +28,7 @@ def _release_labels(folder: Path) -> frozenset[str] | None:
     if folder not in _LABELS_TXT:
         labels = folder / "labels.txt"
         _LABELS_TXT[folder] = (
-            frozenset(line.strip() for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
+            frozenset(line.strip() for line in read_text(labels).splitlines() if line.strip())
             if labels.is_file()
             else None
         )
@@ -76,7 +76,7 @@ SOURCES = (
         notes="Unpinned. Raw dev.tsv maps to hub `validation` (per lm-eval/lighteval usage); whether the hub "
         "repo is a parquet/data-files repo or a loading script (refused by datasets>=4) is unverified.",
         text_field=("text", "test"),
-        raw=RawImporter("sib200", tsv_units("sib200", _raw_row), _raw_features),
+        raw=RawImporter("sib200", tsv_units("sib200", _raw_row, ("index_id", "category", "text")), _raw_features),
     ),
 )
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail
+from finetasks_afr.cli.common import console, fail, require_output_dir
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES
+
+if TYPE_CHECKING:
+    from finetasks_afr.mirror import MirrorReport
 
 data_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -30,7 +34,7 @@ def _check_keys(keys: list[str] | None) -> None:
             raise fail(f"unknown dataset key {key!r}; known keys: {', '.join(sorted(SOURCES))}")
 
 
-def _run(build, **kwargs):
+def _run(build: Callable[..., MirrorReport], **kwargs: Any) -> MirrorReport:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("starting", total=None)
@@ -41,7 +45,7 @@ def _run(build, **kwargs):
         return build(progress=progress, **kwargs)
 
 
-def _show(report) -> None:
+def _show(report: MirrorReport) -> None:
     table = Table(title=f"mirror at {report.out}")
     for column in ("dataset", "configs", "rows", "skipped"):
         table.add_column(column, justify="left" if column == "dataset" else "right")
@@ -59,7 +63,10 @@ def _show(report) -> None:
         console.print(f"[dim]note:[/] {note}")
     for error in report.errors:
         console.print(f"[bold red]error:[/] {error}")
-    console.print(f"done in {report.seconds:.1f} s; use it with [bold]{DATA_DIR_ENV}={report.out}[/]")
+    if report.rows():
+        console.print(f"done in {report.seconds:.1f} s; use it with [bold]{DATA_DIR_ENV}={report.out}[/]")
+    else:
+        console.print(f"done in {report.seconds:.1f} s; [yellow]no rows were written[/]")
 
 
 @data_app.command("import-raw")
@@ -70,14 +77,17 @@ def import_raw_command(
     config: ConfigOpt = None,
 ) -> None:
     """Build the mirror from the raw GitHub releases (no hub access needed)."""
+    from finetasks_afr.local_dataset import LocalDatasetError
     from finetasks_afr.mirror import MirrorError, import_raw
+    from finetasks_afr.raw import RawFileError
 
+    require_output_dir(out)
     if not src.is_dir():
         raise fail(f"raw data folder not found: {src}")
     _check_keys(dataset)
     try:
         report = _run(import_raw, src=src, out=out, datasets=dataset, configs=config)
-    except (MirrorError, KeyError) as error:
+    except (MirrorError, RawFileError, LocalDatasetError, KeyError) as error:
         raise fail(str(error).strip("'\"")) from error
     _show(report)
 
@@ -87,6 +97,7 @@ def mirror_command(out: OutOpt, dataset: DatasetOpt = None, config: ConfigOpt = 
     """Mirror the datasets from the Hugging Face Hub (pinned revisions; needs hub access)."""
     from finetasks_afr.mirror import HubUnreachableError, mirror_from_hub
 
+    require_output_dir(out)
     _check_keys(dataset)
     try:
         report = _run(mirror_from_hub, out=out, datasets=dataset, configs=config)

@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail
+from finetasks_afr.cli.common import console, fail, require_output_dir
 from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
 
 longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -43,6 +43,7 @@ def prepare_command(
     """Score, select and align key paragraphs; write OUT/<iso3>/longppl.json and the task's dataset folder."""
     from finetasks_afr.longppl import prepare
 
+    require_output_dir(out)
     if not documents.is_file():
         raise fail(f"documents file not found: {documents}")
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
