@@ -762,6 +762,9 @@ def sample_texts(texts: Sequence[str], max_texts: int | None, seed: int = 0) -> 
 
 # ---------------------------------------------------------------------------------------------- output
 
+OUTPUT_SUFFIXES: tuple[str, ...] = (".csv", ".json")
+"""The formats `write_output` writes, chosen by the file name's suffix."""
+
 
 def _clean(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
@@ -798,4 +801,6 @@ def write_output(
             "agreement": agreements or {},
         }
         return atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
-    raise RecommendError(f"--out {path}: unknown format {path.suffix!r}; use a .csv or .json file name")
+    raise RecommendError(
+        f"--out {path}: unknown format {path.suffix!r}; use a {' or '.join(OUTPUT_SUFFIXES)} file name"
+    )

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from finetasks_afr import recommend as rec
 from finetasks_afr.cli.common import console as err_console
-from finetasks_afr.cli.common import fail
+from finetasks_afr.cli.common import fail, require_output_file
 from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
 
 ModelOpt = Annotated[
@@ -157,6 +157,8 @@ def recommend_command(
         raise fail(f"--reference-order must be higher or lower, got {reference_order!r}")
     if not 0.0 < rbo_p < 1.0:
         raise fail(f"--rbo-p must lie in (0, 1), got {rbo_p}")
+    if out is not None:  # a mistyped --out (x.txt, a folder) is found before the models are scored, not after
+        require_output_file(out, rec.OUTPUT_SUFFIXES)
     settings = rec.Settings(
         fraction=fraction,
         mask_draws=mask_draws,
