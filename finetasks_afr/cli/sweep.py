@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from finetasks_afr.cli.common import console, fail
+from finetasks_afr.cli.common import console, fail, require_output_dir, require_output_file
 
 
 def quiet_third_party_progress() -> None:
@@ -89,8 +90,10 @@ def sweep_command(
     from finetasks_afr.sweep.discover import DiscoveryError, discover
     from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, SweepSpec, TaskListError, parse_tasks
     from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
+    from finetasks_afr.sweep.store import SweepStoreError
 
     quiet_third_party_progress()
+    require_output_dir(out)
     if executor not in EXECUTORS:
         raise fail(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     try:
@@ -141,11 +144,35 @@ def sweep_command(
         qos=slurm_qos,
         setup=list(slurm_setup or []),
     )
-    result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm, console=console)
-    if collect and any(o.status in ("evaluated", "skipped") for o in result.outcomes):
+    try:
+        result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm, console=console)
+    except (TaskListError, SweepStoreError) as error:
+        raise fail(str(error)) from error
+    if result.held_elsewhere:
+        _warn_incomplete(out / "scores.parquet", result.held_elsewhere)
+    elif collect and any(o.status in ("evaluated", "skipped") or o.part for o in result.outcomes):
         _collect_into(out, out / "scores.parquet", custom_tasks=spec.custom_tasks, skip_bad=False)
     if result.failed:
         raise typer.Exit(code=1)
+
+
+def _warn_incomplete(table: Path, held: list) -> None:
+    """Another sweep over the same directory still evaluates `held`: a table now would silently lack them.
+
+    The table is written only by the run that finds the directory complete (the last one to finish), so no
+    partial scores.parquet ever exists; a previous one, which lacks what is being added now, is removed. The exit
+    code stays 0: this run did its share, and the other run completes the table.
+    """
+    stale = table.is_file()
+    table.unlink(missing_ok=True)
+    labels = escape(", ".join(c.label for c in held[:5]) + (", ..." if len(held) > 5 else ""))
+    console.print(
+        f"[yellow]warning:[/] {len(held)} checkpoint(s) held by another process (another sweep over this --out is "
+        f"evaluating them: {labels}); {escape(table.name)} not written"
+        + (" (the previous one was removed)" if stale else "")
+        + ", since it would lack them. The other run writes it when it finishes; if that run died, rerun this "
+        "command to evaluate them and write the table."
+    )
 
 
 def _collect_into(roots: Path | list[Path], target: Path, **options) -> None:
@@ -176,6 +203,7 @@ def collect_command(
     skip_bad: Annotated[bool, typer.Option(help="Skip corrupt or partial results files (listed).")] = False,
 ) -> None:
     """Collect lighteval results (a sweep's or your own lighteval loop's) into the score table."""
+    require_output_file(out, (".parquet", ".csv"))
     _collect_into(
         list(dirs), out, tokens_per_step=tokens_per_step, task_info=task_info, custom_tasks=custom_tasks,
         skip_bad=skip_bad,

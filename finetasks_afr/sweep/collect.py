@@ -26,7 +26,7 @@ import polars as pl
 from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
 from finetasks_afr.sweep.discover import Checkpoint, identity_from_path, tokens_of
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
-from finetasks_afr.sweep.store import PART_MANIFEST
+from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
 _STEP_REVISION = re.compile(r"step[-_]?(\d+)", re.IGNORECASE)
 _TIMESTAMP = re.compile(r"results_(.+)\.json$")
@@ -63,6 +63,7 @@ class _ResultFile:
     results: dict[str, dict]
     task_info: dict[str, TaskInfo]
     order: str  # sorts older before newer
+    settings: dict | None = None  # a sweep part's result-changing settings
 
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
@@ -129,6 +130,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     _check_results(path, results)
     manifest_path = path.parent / PART_MANIFEST
     info: dict[str, TaskInfo] = {}
+    settings = None
     if path.name == "results.json" and manifest_path.is_file():
         manifest = _load_json(manifest_path)
         try:
@@ -137,11 +139,12 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
         except (KeyError, TypeError) as error:
             raise CollectError(f"{manifest_path}: not a sweep part manifest ({error})") from error
         order = str(manifest.get("finished", ""))
+        settings = part_settings(manifest)
     else:
         checkpoint = _checkpoint_from_config(path, data, tokens_per_step)
         stamp = _TIMESTAMP.search(path.name)
         order = stamp.group(1) if stamp else ""
-    return _ResultFile(path, checkpoint, results, info, order)
+    return _ResultFile(path, checkpoint, results, info, order, settings)
 
 
 def _check_results(path: Path, results: dict) -> None:
@@ -249,6 +252,7 @@ def collect(
             if not skip_bad:
                 raise CollectError(f"{error}; fix: repair or delete the file, or pass --skip-bad") from error
             report.skipped.append((str(path), str(error).removeprefix(f"{path}: ")))
+    _check_one_setting(parsed)
     known = _known_task_info(parsed, task_info, custom_tasks)
     rows, unknown = _latest_rows(parsed, known, report)
     if unknown:
@@ -268,6 +272,27 @@ def collect(
         report.notes.append(load.summary())
     report.notes += load.notes
     return frame, report
+
+
+def _check_one_setting(parsed: list[_ResultFile]) -> None:
+    """Sweep parts evaluated with different result-changing settings (`RESULT_SETTINGS`) never share one table:
+    the newest-wins rule would otherwise mix, say, max_length 128 and 16 in one column of scores."""
+    first: _ResultFile | None = None
+    for result in parsed:
+        if not result.settings:
+            continue
+        if first is None or first.settings is None:
+            first = result
+            continue
+        differences = setting_differences(first.settings, result.settings)
+        if differences:
+            key, old, new = differences[0]
+            raise CollectError(
+                f"{first.path.parent / PART_MANIFEST} and {result.path.parent / PART_MANIFEST} were evaluated with "
+                f"different {key} ({old!r} vs {new!r}, {RESULT_SETTINGS[key]}); one score table holds one setting. "
+                "Fix: collect them into separate tables (one sweep directory per setting), or re-evaluate one "
+                "of them with the other's setting"
+            )
 
 
 def _known_task_info(

@@ -16,6 +16,8 @@ transformers backend by `make test-vllm`, not run on a GPU here).
 from __future__ import annotations
 
 import contextlib
+import difflib
+import functools
 import json
 import logging
 import os
@@ -28,8 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.io import atomic_write_text
 from finetasks_afr.sweep.discover import Checkpoint
-from finetasks_afr.sweep.store import PART_MANIFEST, RESULTS_FILE, SweepStore, part_id
+from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
 
 BACKENDS = ("accelerate", "vllm")
 ENGINES = ("finetasks", "lighteval")  # = finetasks_afr.engine.ENGINES (not imported: it loads lighteval)
@@ -41,14 +44,38 @@ class TaskListError(ValueError):
     """A task list entry that is not `task`, `task|fewshot` or `suite|task|fewshot`."""
 
 
+def _task_file(spec: str | Path) -> Path | None:
+    """The task file `spec` names, or None when it is a task list.
+
+    A comma or a `|` makes it a list without asking the file system (a 27-task list is longer than a file name may
+    be, and stat() would fail on it). A single word is a file when one exists by that name; one that looks like a
+    path (a folder separator or a file suffix) but does not exist is an error naming it, not a task called so.
+    """
+    text = str(spec)
+    if isinstance(spec, str) and ("," in text or "|" in text):
+        return None
+    path = Path(spec)
+    try:
+        if path.is_file():
+            return path
+    except OSError as error:  # a name too long, or not readable: say so
+        raise TaskListError(f"--tasks {text[:200]}: cannot read it as a task file ({error.strerror})") from error
+    if isinstance(spec, Path) or "/" in text or path.suffix in (".txt", ".tasks", ".list", ".lst"):
+        raise TaskListError(
+            f"--tasks {text}: no such task file; fix: check the path, or give the tasks as a comma-separated "
+            "list (task|fewshot,task|fewshot)"
+        )
+    return None
+
+
 def parse_tasks(spec: str | Path) -> list[str]:
     """`task|fewshot` entries from a file (one per line, `#` comments) or a comma-separated list.
 
     Accepts `task` (0-shot), `task|k` and lighteval's old `suite|task|k` (the suite is dropped), so the suite
     files written by `finetasks-afr select` can be swept as they are.
     """
-    path = Path(spec)
-    if path.is_file():
+    path = _task_file(spec)
+    if path is not None:
         raw = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
         source = str(path)
     else:
@@ -69,6 +96,38 @@ def parse_tasks(spec: str | Path) -> list[str]:
     if not out:
         raise TaskListError(f"{source}: no task given; fix: list task|fewshot, comma-separated or one per line")
     return out
+
+
+@functools.cache
+def custom_tasks_module(location: str) -> Any:
+    """The custom tasks module at `location` (a .py file or an importable name), imported once per process: the
+    sweep checks the task names with it before any model loads, and the in-process evaluator reuses it."""
+    from lighteval.tasks.registry import Registry
+
+    return Registry.create_custom_tasks_module(location)
+
+
+def check_tasks(spec: SweepSpec) -> None:
+    """Every requested task exists in the custom tasks module, else a `TaskListError` naming the unknown ones with
+    their close matches; run before any model loads (lighteval would find it once per checkpoint, after loading
+    each). With `builtin_tasks` the built-in registry (10-15 s to build) is not consulted, so no check is made."""
+    if spec.builtin_tasks or not spec.custom_tasks:
+        return
+    module = custom_tasks_module(spec.custom_tasks)
+    known = sorted({config.name for config in getattr(module, "TASKS_TABLE", [])})
+    unknown = [task.split("|")[0] for task in spec.tasks if task.split("|")[0] not in known]
+    if not unknown:
+        return
+    described = []
+    for name in unknown[:5]:
+        close = difflib.get_close_matches(name, known, n=3)
+        described.append(f"unknown task {name!r}" + (f" (close: {', '.join(close)})" if close else ""))
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    raise TaskListError(
+        f"--tasks: {'; '.join(described)}{more}; the known tasks are the {len(known)} names in TASKS_TABLE of "
+        f"{spec.custom_tasks}; fix the names, or pass --custom-tasks with the module that defines them "
+        "(--builtin-tasks for lighteval's own)"
+    )
 
 
 @dataclass
@@ -108,6 +167,11 @@ class SweepSpec:
             "tokenizer": self.tokenizer,
             "max_samples": self.max_samples,
         }
+
+    def settings(self) -> dict[str, Any]:
+        """The result-changing settings (`finetasks_afr.sweep.store.RESULT_SETTINGS` says why these and no others);
+        a sweep directory and a score table hold one set of them."""
+        return {key: getattr(self, key) for key in RESULT_SETTINGS}
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -234,6 +298,7 @@ class Evaluator:
         self.custom_module = self._import_custom_tasks()
         self._exits = contextlib.ExitStack()
         self._pipelines: dict[tuple[str, ...], Any] = {}
+        self._task_problems: dict[str, str] = {}
         from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
 
         if self.custom_module is not None and not spec.builtin_tasks:
@@ -246,11 +311,48 @@ class Evaluator:
         self.startup_seconds = time.perf_counter() - started
 
     def _import_custom_tasks(self):
-        if not self.spec.custom_tasks:
-            return None
+        return custom_tasks_module(self.spec.custom_tasks) if self.spec.custom_tasks else None
+
+    def broken_tasks(self, tasks: list[str]) -> dict[str, str]:
+        """Of `tasks`, those whose documents cannot be built, each with the reason; checked once per worker.
+
+        lighteval builds every task's documents when a Pipeline is made, so one task's missing split (a mirror
+        built without it) would fail the whole checkpoint with a bare `KeyError: 'test'`. Checked here, before
+        the model loads, the broken task is named with its dataset, split and folder, and the checkpoint's other
+        tasks are evaluated. The datasets are memoised, so the Pipeline does not load them again.
+        """
+        for task in tasks:
+            if task not in self._task_problems:
+                self._task_problems[task] = self._data_problem(task)
+        return {task: problem for task in tasks if (problem := self._task_problems[task])}
+
+    def _data_problem(self, task: str) -> str:
         from lighteval.tasks.registry import Registry
 
-        return Registry.create_custom_tasks_module(self.spec.custom_tasks)
+        try:
+            registry = Registry(tasks=task, custom_tasks=self.custom_module, load_multilingual=self.spec.builtin_tasks)
+            (loaded,) = registry.load_tasks().values()
+        except Exception as error:  # an unknown task where the sweep could not check (built-in tasks)
+            return f"{task}: {type(error).__name__}: {error}"
+        where = f"dataset {loaded.dataset_path} (config {loaded.dataset_config_name})"
+        if Path(str(loaded.dataset_path)).is_dir():
+            where += f" in the local folder {loaded.dataset_path}"
+        elif os.environ.get("FINETASKS_AFR_DATA_DIR"):
+            where += f" (mirror {os.environ['FINETASKS_AFR_DATA_DIR']})"
+        try:
+            dataset = loaded.download_dataset_worker(loaded)
+            splits = list(loaded.evaluation_split) + ([loaded.fewshot_split] if loaded.fewshot_split else [])
+            missing = [split for split in splits if split not in dataset]
+            if missing:
+                return (
+                    f"{task}: {where} has no split {missing[0]!r} (it has {', '.join(map(str, dataset)) or 'none'}); "
+                    "fix: rebuild the mirror with that split, or leave the task out"
+                )
+            loaded.dataset = dataset
+            loaded.eval_docs()
+        except Exception as error:  # unreadable data or a prompt function that fails on it
+            return f"{task}: {where} cannot be read: {type(error).__name__}: {error}"
+        return ""
 
     def close(self) -> None:
         self._exits.close()
@@ -270,13 +372,25 @@ class Evaluator:
                 return Outcome(checkpoint, "skipped", "already evaluated")
             with log_to(self.store.log_path(checkpoint)):
                 logging.getLogger(__name__).info("evaluating %s: %d task(s)", checkpoint.label, len(pending))
-                try:
-                    return self._evaluate_claimed(checkpoint, pending)
-                except Exception as error:  # one bad checkpoint must not stop the sweep
-                    self._pipelines.clear()  # a pipeline that failed half-way is not reused
-                    logging.getLogger(__name__).error("failed %s\n%s", checkpoint.label, traceback.format_exc())
-                    reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-                    return Outcome(checkpoint, "failed", reason, pending)
+                broken = self.broken_tasks(pending)
+                healthy = [task for task in pending if task not in broken]
+                for problem in broken.values():
+                    logging.getLogger(__name__).error("task not evaluated: %s", problem)
+                outcome = self._evaluate_logged(checkpoint, healthy) if healthy else None
+            if broken and (outcome is None or outcome.status == "evaluated"):  # the healthy tasks are committed
+                done = outcome or Outcome(checkpoint, "failed")
+                return Outcome(checkpoint, "failed", "; ".join(broken.values()), done.tasks, done.timing, done.part)
+            assert outcome is not None
+            return outcome
+
+    def _evaluate_logged(self, checkpoint: Checkpoint, pending: list[str]) -> Outcome:
+        try:
+            return self._evaluate_claimed(checkpoint, pending)
+        except Exception as error:  # one bad checkpoint must not stop the sweep
+            self._pipelines.clear()  # a pipeline that failed half-way is not reused
+            logging.getLogger(__name__).error("failed %s\n%s", checkpoint.label, traceback.format_exc())
+            reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            return Outcome(checkpoint, "failed", reason, pending)
 
     def _evaluate_claimed(self, checkpoint: Checkpoint, pending: list[str]) -> Outcome:
         from lighteval.logging.evaluation_tracker import EvaluationTracker
@@ -431,6 +545,7 @@ class Evaluator:
             "tasks": pending,
             "task_info": self._task_info(pending),
             "model_args": self.spec.model_args(),
+            "settings": self.spec.settings(),
             "engine": self.spec.engine if self.spec.backend == "accelerate" else None,
             "device": self.spec.device,
             "lighteval_version": getattr(lighteval, "__version__", "unknown"),
@@ -438,7 +553,7 @@ class Evaluator:
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "timing": {**asdict(timing), "other": timing.other, "worker_startup": self.startup_seconds},
         }
-        (part / PART_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(part / PART_MANIFEST, json.dumps(manifest, indent=2) + "\n")
 
 
 def evaluate_shard(

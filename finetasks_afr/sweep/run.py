@@ -26,8 +26,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from analysis.io import atomic_write_text
+from analysis.processes import die_with_parent
 from finetasks_afr.sweep.discover import Checkpoint
-from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, evaluate_shard
+from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, check_tasks, evaluate_shard
 from finetasks_afr.sweep.store import SweepStore
 
 EXECUTORS = ("local", "slurm", "submitit-local")
@@ -73,6 +74,7 @@ class SlurmOptions:
 class SweepResult:
     outcomes: list[Outcome]
     startup_seconds: list[float]  # one per worker that ran
+    held_elsewhere: list[Checkpoint] = field(default_factory=list)  # still pending, locked by another process
 
     @property
     def counts(self) -> Counter:
@@ -105,6 +107,7 @@ def write_summary(store: SweepStore, result: SweepResult) -> Path:
         "skipped": counts.get("skipped", 0),
         "failed": counts.get("failed", 0),
         "busy": counts.get("busy", 0),
+        "held_by_another_process": [c.label for c in result.held_elsewhere],
         "worker_startup_seconds": result.startup_seconds,
         "checkpoints": [o.to_json() for o in result.outcomes],
     }
@@ -180,12 +183,20 @@ def run_sweep(
     console: Console | None = None,
     progress: bool = True,
 ) -> SweepResult:
-    """Evaluate every checkpoint's pending tasks with the chosen executor; write summary.json; return outcomes."""
+    """Evaluate every checkpoint's pending tasks with the chosen executor; write summary.json; return outcomes.
+
+    Before any model loads: the task names are checked (`TaskListError`) and the directory's result-changing
+    settings are recorded or compared (`SweepSettingsError`). Checkpoints that another process (a second sweep over
+    the same directory) still holds at the end are listed in `held_elsewhere`: the sweep directory is then not
+    complete, whatever this run evaluated.
+    """
     if executor not in EXECUTORS:
         raise ValueError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     console = console or Console(stderr=True)
+    check_tasks(spec)
     store = SweepStore(Path(spec.out_dir))
     store.root.mkdir(parents=True, exist_ok=True)
+    store.record_settings(spec.settings())
     store.write_sweep_request(spec.to_json())
     removed = store.clean_stale_staging()
     if removed:
@@ -205,6 +216,9 @@ def run_sweep(
         else:
             result = _run_submitit(spec, todo, slurm or SlurmOptions(), bars, cluster=executor)
     result.outcomes = skipped + result.outcomes
+    result.held_elsewhere = [
+        o.checkpoint for o in result.outcomes if o.status == "busy" and store.pending_tasks(o.checkpoint, spec.tasks)
+    ]
     write_summary(store, result)
     console.print(summary_table(result))
     return result
@@ -221,8 +235,15 @@ def _shards(items: list[Checkpoint], n: int) -> list[list[Checkpoint]]:
     return [items[i::n] for i in range(n) if items[i::n]]
 
 
-def _worker_main(spec_json: dict, checkpoints_json: list[dict], events: multiprocessing.Queue) -> None:
-    """Entry point of a local worker process: evaluate a shard, report each checkpoint on the queue."""
+def _worker_main(parent: int, spec_json: dict, checkpoints_json: list[dict], events: multiprocessing.Queue) -> None:
+    """Entry point of a local worker process: evaluate a shard, report each checkpoint on the queue.
+
+    The worker dies with the sweep (`die_with_parent`): a killed sweep must not leave workers evaluating to the end.
+    A parent already gone before this line (killed while the worker was starting) is caught by its pid.
+    """
+    if os.getppid() != parent:
+        os._exit(1)
+    die_with_parent()
     os.environ["TQDM_DISABLE"] = "1"
     spec = SweepSpec.from_json(spec_json)
     checkpoints = [Checkpoint.from_json(c) for c in checkpoints_json]
@@ -246,7 +267,7 @@ def _run_workers(spec: SweepSpec, todo: list[Checkpoint], workers: int, bars: _P
     context = multiprocessing.get_context("spawn")
     events: multiprocessing.Queue = context.Queue()
     processes = [
-        context.Process(target=_worker_main, args=(spec.to_json(), [c.to_json() for c in shard], events))
+        context.Process(target=_worker_main, args=(os.getpid(), spec.to_json(), [c.to_json() for c in shard], events))
         for shard in shards
     ]
     for process in processes:

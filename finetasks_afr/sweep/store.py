@@ -1,7 +1,8 @@
 """The on-disk layout of a sweep, and the rules that make it resumable, idempotent and safe to kill.
 
     OUT/
-      sweep.json                           what was asked (tasks, model arguments); informative
+      settings.json                        the result-changing settings, written by the first sweep; binding
+      sweep.json                           what the last sweep asked (tasks, model arguments); informative
       results/<run>/seed-<s>/step-<N>/     one folder per checkpoint
         part-<id>/                         one evaluation of a set of tasks; appears complete or not at all
           results.json                     lighteval's results file, unchanged
@@ -17,6 +18,11 @@ A part is evaluated in `staging/`, its `part.json` written last, and the whole f
 deletes once nobody holds its lock. A checkpoint's pending tasks are the requested ones that no complete part
 holds, so a restart evaluates exactly what is missing, and nothing twice. Locks are `flock`s: two sweeps over
 the same OUT (or two workers of one) never evaluate the same checkpoint at once.
+
+One directory holds scores of one set of result-changing settings (`RESULT_SETTINGS`): the first sweep records
+them in `settings.json` and every later sweep over the directory must ask the same, or is refused before any
+work (`SweepSettingsError`, naming the setting, both values and the fix). A directory made before
+`settings.json` existed is judged by its parts' manifests (`model_args`).
 """
 
 from __future__ import annotations
@@ -36,10 +42,60 @@ from finetasks_afr.sweep.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
 RESULTS_FILE = "results.json"
+SETTINGS_FILE = "settings.json"
+
+RESULT_SETTINGS = {
+    "backend": "--backend",
+    "max_length": "--max-length",
+    "dtype": "--dtype",
+    "tokenizer": "--tokenizer",
+    "max_samples": "--max-samples",
+}
+"""The settings that change scores, with their `finetasks-afr sweep` options; scores of different ones never share
+a sweep directory or a score table.
+
+- backend: vLLM and transformers are different implementations (vLLM picks its own dtype and context handling);
+- max_length: prompts longer than it are cut from the left, so a shorter one changes the scores of long prompts;
+- dtype: bfloat16 and float32 log-probabilities differ enough to flip close choices;
+- tokenizer: another tokenizer gives other tokens, hence other scores;
+- max_samples: a subset of the documents is another estimate of the score.
+
+Not result-changing: the task list (each part records its tasks; adding tasks to a sweep is how it grows), the
+engine (`finetasks` and `lighteval` give the same scores, tests/test_engine.py), batch size and device (the same
+sums up to float rounding, about 1e-6 in log-probability; batches are right-padded and unmasked), the worker and
+thread counts, `--save-details`, and the few-shot sampling (lighteval seeds it with a constant, not an option).
+The custom tasks module and the data mirror are locations, not contents: the same module is found at other paths
+on other machines (Slurm nodes, copies), so they are not compared either.
+"""
 
 
 class SweepStoreError(RuntimeError):
     """A sweep directory in a state the sweep cannot use; the message names the file and the fix."""
+
+
+class SweepSettingsError(SweepStoreError):
+    """A sweep asked for result-changing settings other than those its directory already holds."""
+
+
+def part_settings(manifest: dict) -> dict | None:
+    """The result-changing settings a part was evaluated with: its `settings`, else those among its `model_args`
+    (parts written before settings were recorded); None when it records neither."""
+    settings = manifest.get("settings")
+    if isinstance(settings, dict):
+        return settings
+    model_args = manifest.get("model_args")
+    if isinstance(model_args, dict):
+        return {key: model_args[key] for key in RESULT_SETTINGS if key in model_args}
+    return None
+
+
+def setting_differences(old: dict, new: dict) -> list[tuple[str, object, object]]:
+    """(setting, old value, new value) for every result-changing setting both record and that differs."""
+    return [(key, old[key], new[key]) for key in RESULT_SETTINGS if key in old and key in new and old[key] != new[key]]
+
+
+def describe_differences(differences: list[tuple[str, object, object]]) -> str:
+    return ", ".join(f"{key} {old!r} there, {new!r} here ({RESULT_SETTINGS[key]})" for key, old, new in differences)
 
 
 def part_id(tasks: list[str], model_args: dict) -> str:
@@ -147,6 +203,45 @@ class SweepStore:
             raise SweepStoreError(f"{target}: already exists; the checkpoint was evaluated by another worker")
         staged_part.rename(target)
         return target
+
+    def recorded_settings(self) -> tuple[dict, Path] | None:
+        """(settings, the file saying so): settings.json, else the first part manifest that records them."""
+        path = self.root / SETTINGS_FILE
+        if path.is_file():
+            try:
+                return json.loads(path.read_text(encoding="utf-8")), path
+            except ValueError as error:
+                raise SweepStoreError(f"{path}: unreadable ({error}); fix: restore it, or delete it") from error
+        for manifest_path in sorted((self.root / "results").glob(f"*/*/*/*/{PART_MANIFEST}")):
+            settings = part_settings(read_manifest(manifest_path))
+            if settings:
+                return settings, manifest_path
+        return None
+
+    def record_settings(self, settings: dict) -> None:
+        """Record the sweep's result-changing settings, or refuse ones that differ from those already recorded.
+
+        Checked and written under a lock, so two sweeps starting at once on a new directory cannot both record.
+        """
+        lock_path = self.root / "locks" / "settings.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with lock_path.open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            recorded = self.recorded_settings()
+            if recorded is None:
+                atomic_write_text(self.root / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True) + "\n")
+                return
+            differences = setting_differences(recorded[0], settings)
+            if differences:
+                key, old, new = differences[0]
+                resume = f"without {RESULT_SETTINGS[key]}" if old is None else f"with {RESULT_SETTINGS[key]} {old}"
+                raise SweepSettingsError(
+                    f"--out {self.root} holds scores evaluated with other settings ({recorded[1]}): "
+                    f"{describe_differences(differences)}; scores of different settings must not share one table. "
+                    f"Fix: rerun {resume} to resume that sweep, or pass a new --out directory for {key} {new}"
+                )
+            if not (self.root / SETTINGS_FILE).is_file():  # a directory from before settings.json: record them now
+                atomic_write_text(self.root / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def write_sweep_request(self, request: dict) -> None:
         atomic_write_text(self.root / "sweep.json", json.dumps(request, indent=2, sort_keys=True) + "\n")
