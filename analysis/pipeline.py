@@ -1,23 +1,36 @@
-"""Score table -> signal -> selection -> ranking -> figures -> report, written into one directory."""
+"""Score table -> signal -> selection -> ranking -> figures -> report, written into one directory.
+
+The directory is replaced whole (built aside, swapped in), every path from the data goes through
+`safe_file_name` and is checked to stay inside it, and figure workers die with a killed parent.
+"""
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 
 import polars as pl
 
 from analysis.aggregate import AggregateResult, aggregate, write_ranking
 from analysis.config import Config
-from analysis.io import atomic_write_text, write_csv_atomic
+from analysis.io import (
+    OUTPUT_MARKER,
+    TMP_SUFFIX,
+    OutputDirectoryError,
+    atomic_write_text,
+    staged_directory,
+    write_csv_atomic,
+)
 from analysis.plots import plot_consistency_forest, plot_criteria_overview, plot_ranking, plot_training_curves
+from analysis.processes import die_with_parent
 from analysis.report import render_report, write_html_report
-from analysis.select import Selection, select, write_selection
+from analysis.select import Selection, safe_file_name, select, write_selection
 from analysis.signal import compute_signal
 from analysis.table import LoadReport
 
@@ -34,6 +47,7 @@ class SelectionOutput:
     out_dir: Path
     figures: dict[str, Path]
     html: dict[str, Path] = field(default_factory=dict)  # "index" and each language -> its HTML page
+    written: list[Path] = field(default_factory=list)  # every file written, under out_dir
 
 
 @dataclass
@@ -60,17 +74,52 @@ def run_selection(
     progress: Progress | None = None,
 ) -> SelectionOutput:
     """Run the whole analysis and write decisions.csv, suites/, ranking.csv, figures/, report.md and the
-    HTML report (report.html and one report_<language>.html per language)."""
-    result = analyse(table, config)
+    HTML report (report.html and one report_<language>.html per language).
+
+    The directory is built aside and swapped in whole (`analysis.io.staged_directory`): a rerun never leaves
+    the suites or ranking of an older table beside new decisions, and a killed run leaves the previous output
+    as it was. The returned paths are the final ones under `out_dir`.
+    """
+    out_dir = Path(out_dir)
+    with output_directory(out_dir) as staging:
+        result = analyse(table, config)
+        written, figure_paths, html = _write_selection(table, load_report, config, result, staging, figures, progress)
+        check_inside(staging, written)
+
+    def final(path: Path) -> Path:
+        return out_dir / path.relative_to(staging)
+
+    return SelectionOutput(
+        result.selection,
+        result.signal,
+        result.ranking,
+        out_dir,
+        {key: final(path) for key, path in figure_paths.items()},
+        {key: final(path) for key, path in html.items()},
+        [final(path) for path in written],
+    )
+
+
+def _write_selection(
+    table: pl.DataFrame,
+    load_report: LoadReport,
+    config: Config,
+    result: Analysis,
+    out_dir: Path,
+    figures: bool,
+    progress: Progress | None,
+) -> tuple[list[Path], dict[str, Path], dict[str, Path]]:
+    """Every file of a selection output into `out_dir` (the staging directory): (all paths, figures, pages)."""
     selection, ranking = result.selection, result.ranking
-    write_selection(selection, out_dir)
+    written = write_selection(selection, out_dir)
     if ranking is not None:
-        write_ranking(ranking, out_dir)
+        written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv"]
     figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
     report = render_report(selection, config, load_report, ranking, figure_paths, out_dir)
-    atomic_write_text(out_dir / "report.md", report)
+    written.append(atomic_write_text(out_dir / "report.md", report))
     html = write_html_report(selection, config, load_report, ranking, figure_paths, out_dir)
-    return SelectionOutput(selection, result.signal, ranking, out_dir, figure_paths, html)
+    written += [*figure_paths.values(), *html.values()]
+    return written, figure_paths, html
 
 
 def analyse(table: pl.DataFrame, config: Config) -> Analysis:
@@ -85,15 +134,58 @@ def analyse(table: pl.DataFrame, config: Config) -> Analysis:
 def run_aggregate(
     table: pl.DataFrame, config: Config, out_dir: Path, decisions: pl.DataFrame | None = None
 ) -> AggregateResult:
-    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`)."""
-    if decisions is None:
-        chosen = selected_metrics(select(compute_signal(table, config, with_ci=False), config))
-    else:
-        chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
-    result = aggregate(table, chosen, config.aggregate)
-    write_ranking(result, out_dir)
-    write_csv_atomic(chosen, out_dir / "aggregated_tasks.csv")
+    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`).
+
+    ranking.csv, language_scores.csv and aggregated_tasks.csv are built aside and swapped in whole, like
+    `run_selection`'s output: a failed or killed run leaves the previous ranking untouched.
+    """
+    with output_directory(Path(out_dir)) as staging:
+        if decisions is None:
+            chosen = selected_metrics(select(compute_signal(table, config, with_ci=False), config))
+        else:
+            chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
+        result = aggregate(table, chosen, config.aggregate)
+        written = [write_ranking(result, staging), staging / "language_scores.csv"]
+        written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))
+        check_inside(staging, written)
     return result
+
+
+# Names an analysis output directory holds: one of them, made before the marker file existed, is adopted.
+_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "aggregated_tasks.csv",
+                 "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
+
+
+@contextmanager
+def output_directory(out_dir: Path) -> Iterator[Path]:
+    """`staged_directory(out_dir)`, accepting an output of an older finetasks-afr (made before the marker).
+
+    A directory whose every entry is a name `select` or `aggregate` writes is such an output (a resumed demo
+    has one): it gets the marker and is replaced whole like any other. Any other non-empty directory is refused
+    by `staged_directory` with `OutputDirectoryError`.
+    """
+    if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
+        entries = list(out_dir.iterdir())
+        if entries and all(any(fnmatch(e.name, pattern) for pattern in _OUTPUT_NAMES) for e in entries):
+            (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
+    with staged_directory(out_dir) as staging:
+        yield staging
+
+
+def check_inside(root: Path, paths: list[Path]) -> None:
+    """Refuse (before the swap) any written path that resolves outside `root`, or two outputs on one file.
+
+    `safe_file_name` makes both impossible for names from the data; this is the last guard, so a future path
+    built without it fails here instead of writing beside the user's files.
+    """
+    base = root.resolve()
+    resolved = [Path(path).resolve() for path in paths]
+    outside = [str(path) for path, real in zip(paths, resolved, strict=True) if not real.is_relative_to(base)]
+    if outside:
+        raise OutputDirectoryError(f"output path(s) {', '.join(outside)} resolve outside {root}; nothing was written")
+    if len(set(resolved)) != len(resolved):
+        twice = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+        raise OutputDirectoryError(f"two outputs would be written to the same file: {', '.join(twice)}")
 
 
 def _figures(
@@ -115,7 +207,7 @@ def _figures(
             table.filter((pl.col("task") == row["task"]) & (pl.col("fewshot") == row["fewshot"])),
             row["task"],
             row["fewshot"],
-            figures_dir / "curves" / f"{row['task']}.png",
+            figures_dir / "curves" / f"{safe_file_name(row['task'])}.png",
             row["metric"],
         )
         for row in chosen.iter_rows(named=True)
@@ -125,7 +217,9 @@ def _figures(
     workers = workers or min(4, os.cpu_count() or 1)
     with ExitStack() as stack:
         if workers > 1 and len(jobs) > 4:
-            pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")))
+            pool = stack.enter_context(
+                ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
+            )
             results = pool.map(_curve_job, jobs)
         else:
             results = map(_curve_job, jobs)
@@ -138,12 +232,12 @@ def _figures(
         paths[f"criteria_{language}"] = plot_criteria_overview(
             selection.decisions,
             language,
-            figures_dir / f"criteria_{language}.png",
+            figures_dir / f"criteria_{safe_file_name(language)}.png",
             monotonicity_min=config.monotonicity.min,
             snr_min=config.snr.min,
         )
         paths[f"consistency_{language}"] = plot_consistency_forest(
-            selection.decisions, language, figures_dir / f"consistency_{language}.png"
+            selection.decisions, language, figures_dir / f"consistency_{safe_file_name(language)}.png"
         )
         done += 2
         if progress:

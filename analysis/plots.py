@@ -2,7 +2,7 @@
 
 Every function builds its own `matplotlib.figure.Figure` with an Agg canvas (pyplot is never imported, so
 there is no global figure state: the functions are safe in loops and threads and need no display), and
-writes the file atomically (a temporary file in the target directory, then `os.replace`). The PNG carries
+writes the file atomically (`analysis.io.atomic_write`). The PNG carries
 no timestamp or software version, so the same input gives the same bytes.
 
 - `plot_training_curves`: score against tokens (or steps) for one task, one panel per metric.
@@ -22,11 +22,8 @@ The `*_figure` functions return the `Figure` instead of writing it (the notebook
 
 from __future__ import annotations
 
-import contextlib
 import io
 import math
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +38,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from analysis.io import atomic_write
 from analysis.metrics import metric_info
 from analysis.report import consistency_order
 
@@ -96,23 +94,17 @@ def figure_png(fig: Figure) -> bytes:
 
 
 def _save(fig: Figure, out_path: Path) -> Path:
-    """Write `fig` as PNG to `out_path` atomically; returns the path."""
+    """Write `fig` as PNG to `out_path` through the project's one atomic writer; returns the path.
+
+    The suffix is checked first: matplotlib picks the format from the name, and every figure here is a PNG.
+    """
     out_path = Path(out_path)
     if out_path.suffix.lower() != ".png":
         raise ValueError(f"out_path must end in .png (the figures are PNG files), got {str(out_path)!r}")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=out_path.parent, prefix=f".{out_path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format="png", dpi=DPI, metadata=_PNG_METADATA, facecolor="white")
-        tmp.chmod(0o644)
-        tmp.replace(out_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return out_path
+    return atomic_write(
+        out_path,
+        lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, metadata=_PNG_METADATA, facecolor="white"),
+    )
 
 
 def _require_columns(df: pl.DataFrame, columns: Sequence[str], what: str) -> None:

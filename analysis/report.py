@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import html
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
@@ -21,7 +20,7 @@ import polars as pl
 from analysis.aggregate import AggregateResult
 from analysis.config import Config
 from analysis.io import atomic_write_text
-from analysis.select import Selection
+from analysis.select import Selection, safe_file_name
 from analysis.table import LoadReport
 
 
@@ -343,8 +342,8 @@ def _link(href: str, text: str) -> _Raw:
 
 
 def html_page_name(language: str) -> str:
-    """The file name of a language's page, e.g. `report_yor.html` (characters unsafe in names become _)."""
-    return f"report_{re.sub(r'[^A-Za-z0-9_.-]', '_', language)}.html"
+    """The file name of a language's page, e.g. `report_yor.html`; `safe_file_name` keeps it inside the output."""
+    return f"report_{safe_file_name(language)}.html"
 
 
 def _html_table(

@@ -8,7 +8,9 @@ failing candidate. Every decision carries its reason.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -275,9 +277,106 @@ def _coverage(decisions: pl.DataFrame, config: Config) -> list[CoverageFlag]:
     return flags
 
 
+# ----------------------------------------------------------------------------------- files on disk
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_MAX_NAME = 100  # characters of a sanitised name before it is cut (file systems allow 255 bytes)
+
+
+def safe_file_name(name: str) -> str:
+    """`name` (a task or language from the data) as one safe path component, distinct for distinct names.
+
+    Names come from score tables, so they may hold `/`, `..`, spaces or a leading dot; written as they are, a
+    language `../../evil` puts its suite outside `--out`, and its cf and mcf lists onto the same file. Every
+    character outside `[A-Za-z0-9_.-]` becomes `_` and leading dots are replaced (no hidden file, no `..`). When
+    that changed the name, a short hash of the original is appended, so `a/b` and `a_b` stay two files. Every
+    data-derived path of the analysis (suites, figures, HTML pages) is built with this one function.
+    """
+    cleaned = _UNSAFE.sub("_", name)
+    cleaned = "_" * (len(cleaned) - len(cleaned.lstrip("."))) + cleaned.lstrip(".")
+    if cleaned == name and 0 < len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned[:_MAX_NAME] or '_'}-{digest}"
+
+
+def suite_path(out_dir: Path, suite: str, language: str) -> Path:
+    """`out_dir/suites/<suite>/<language>.txt`, the language made a safe file name."""
+    return Path(out_dir) / "suites" / suite / f"{safe_file_name(language)}.txt"
+
+
 def write_selection(selection: Selection, out_dir: Path) -> list[Path]:
     """decisions.csv and suites/{cf,mcf}/<lang>.txt, each written atomically. Returns the paths."""
     written = [write_csv_atomic(selection.decisions, out_dir / "decisions.csv")]
     for (suite, language), text in sorted(selection.suites.items()):
-        written.append(atomic_write_text(out_dir / "suites" / suite / f"{language}.txt", text))
+        written.append(atomic_write_text(suite_path(out_dir, suite, language), text))
     return written
+
+
+# ------------------------------------------------------------------------------- reading decisions
+
+DECISIONS_REQUIRED = ("task", "fewshot", "metric", "kept")
+_TRUE = frozenset({"true", "1"})
+_FALSE = frozenset({"false", "0"})
+
+
+class DecisionsError(ValueError):
+    """A decisions.csv that cannot drive `aggregate --decisions`; the message names the file, what and the fix."""
+
+
+def read_decisions(path: Path, tasks: set[str] | None = None) -> pl.DataFrame:
+    """The decisions.csv `select` wrote, checked: every column as text but `fewshot` (Int64) and `kept` (bool).
+
+    `kept` accepts true/True/TRUE/1 and false/False/0 (a spreadsheet round-trip capitalises booleans; reading
+    `True` as false would silently drop every task) and rejects anything else, naming the row. With `tasks` (the
+    score table's tasks), a kept task the table lacks is an error: the file belongs to another table. A file that
+    keeps nothing is an error too, since there is nothing to rank.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DecisionsError(f"decisions file {path} does not exist; run `finetasks-afr select` to write one")
+    try:
+        frame = pl.read_csv(path, infer_schema_length=0)
+    except (pl.exceptions.PolarsError, UnicodeDecodeError) as error:
+        raise DecisionsError(f"decisions file {path} is not a readable CSV ({error}); pass the decisions.csv "
+                             "that `finetasks-afr select` wrote") from error  # fmt: skip
+    missing = [c for c in DECISIONS_REQUIRED if c not in frame.columns]
+    if missing:
+        raise DecisionsError(
+            f"decisions file {path} lacks column(s) {', '.join(missing)} (it has {', '.join(frame.columns)}); "
+            "pass the decisions.csv that `finetasks-afr select` wrote"
+        )
+    frame = frame.with_columns(_parse_kept(frame, path), _parse_fewshot(frame, path))
+    kept = frame.filter(pl.col("kept"))
+    if kept.is_empty():
+        raise DecisionsError(f"decisions file {path} keeps no task (no row has kept=true); nothing to rank")
+    unknown = sorted(set(kept.get_column("task").to_list()) - tasks) if tasks is not None else []
+    if unknown:
+        shown = ", ".join(unknown[:10]) + (f", ... ({len(unknown)} in all)" if len(unknown) > 10 else "")
+        raise DecisionsError(
+            f"decisions file {path} keeps task(s) the score table lacks: {shown}; pass the decisions.csv that "
+            "`finetasks-afr select` wrote for this score table"
+        )
+    return frame
+
+
+def _parse_kept(frame: pl.DataFrame, path: Path) -> pl.Series:
+    values = []
+    for number, raw in enumerate(frame.get_column("kept").to_list(), start=2):  # line 1 is the header
+        text = (raw or "").strip().lower()
+        if text not in _TRUE | _FALSE:
+            raise DecisionsError(f"decisions file {path}, line {number}: kept is {raw!r}; write true/false (or 1/0)")
+        values.append(text in _TRUE)
+    return pl.Series("kept", values, dtype=pl.Boolean)
+
+
+def _parse_fewshot(frame: pl.DataFrame, path: Path) -> pl.Series:
+    values = []
+    for number, raw in enumerate(frame.get_column("fewshot").to_list(), start=2):
+        try:
+            values.append(int((raw or "").strip()))
+        except ValueError:
+            raise DecisionsError(
+                f"decisions file {path}, line {number}: fewshot is {raw!r}; write a whole number of shots"
+            ) from None
+    return pl.Series("fewshot", values, dtype=pl.Int64)

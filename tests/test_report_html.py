@@ -197,7 +197,8 @@ def test_written_atomically_and_deterministic(demo: tuple, tmp_path: Path) -> No
 
 def test_page_names_are_safe_and_distinct() -> None:
     assert html_page_name("yor") == "report_yor.html"
-    assert html_page_name("a/b c") == "report_a_b_c.html"
+    assert html_page_name("a/b c").startswith("report_a_b_c-")  # + a hash of the original name: distinct
+    assert html_page_name("a/b c") != html_page_name("a_b_c")
 
 
 # ------------------------------------------------------------------------------ ordering consistency

@@ -10,10 +10,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from analysis.config import ConfigError, load_config
-from analysis.table import ScoreTableError, read_scores
+from analysis.aggregate import AggregateError
+from analysis.config import Config, ConfigError, load_config
+from analysis.io import OutputDirectoryError
+from analysis.select import DecisionsError, read_decisions
+from analysis.table import LoadReport, ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.cli.common import console, fail
+from finetasks_afr.cli.common import console, fail, output_dir_problem, require_output_dir
 
 SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
@@ -36,7 +39,9 @@ TokensOpt = Annotated[
 SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
 
 
-def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool):
+def _load(
+    scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool
+) -> tuple[pl.DataFrame, LoadReport]:
     path = scores or BUNDLED_SWEEP
     if scores is None and not BUNDLED_SWEEP.is_file():
         raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
@@ -47,7 +52,7 @@ def _load(scores: Path | None, task_info: Path | None, tokens_per_step: int | No
             raise fail(str(error)) from error
 
 
-def _config(path: Path | None, scores: Path | None = None):
+def _config(path: Path | None, scores: Path | None = None) -> Config:
     """The configuration: `--config`, else the demo's own for the bundled sweep, else the FineTasks defaults."""
     chosen = config_for(scores, path)
     if path is None and chosen is not None:
@@ -56,6 +61,36 @@ def _config(path: Path | None, scores: Path | None = None):
         return load_config(chosen)
     except ConfigError as error:
         raise fail(str(error)) from error
+
+
+def require_analysis_out(out: Path) -> Path:
+    """`out` when an analysis output can be built beside it and swapped in, else the named error, before any work.
+
+    Beyond `require_output_dir` (not a file, not under a file, writable), the folder that holds `out` must be
+    writable too: the new output is built there as a hidden sibling and renamed over `out`.
+    """
+    require_output_dir(out)
+    parent = out.absolute().parent
+    problem = output_dir_problem(parent, option=f"--out {out}: its parent folder")
+    if problem is not None:
+        raise fail(f"{problem} (the new output is built there, then swapped in)")
+    return out
+
+
+def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Exit:
+    """The named error for an output directory that could not be written (refused, or the disk said no)."""
+    if isinstance(error, OutputDirectoryError):
+        return fail(f"--out: {error}")
+    return fail(f"--out {out} could not be written ({error}); nothing was replaced; choose a writable directory")
+
+
+def wrote_line(out: Path, written: list[Path]) -> str:
+    """What a command wrote, top level only (`suites/`, `figures/` for folders), from the paths it returned."""
+    names: dict[str, None] = {}
+    for path in written:
+        parts = path.relative_to(out).parts
+        names[parts[0] + ("/" if len(parts) > 1 else "")] = None
+    return f"[green]wrote[/] {out}: " + ", ".join(names)
 
 
 def select_command(
@@ -70,6 +105,7 @@ def select_command(
     """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md/.html, figures/."""
     from analysis.pipeline import run_selection
 
+    require_analysis_out(out)
     cfg = _config(config, scores)
     table, report = _load(scores, task_info, tokens_per_step, skip_unknown)
     console.print(f"[green]loaded[/] {report.summary()}")
@@ -80,14 +116,14 @@ def select_command(
         def progress(what: str, done: int, total: int) -> None:
             bar.update(job, description=what, completed=done, total=total)
 
-        output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
+        try:
+            output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
+        except (OSError, OutputDirectoryError) as error:
+            raise output_failure(out, error) from error
     _print_summary(output.selection.decisions)
     for flag in output.selection.coverage:
         console.print(f"[yellow]coverage:[/] {flag.describe()}")
-    console.print(
-        f"[green]wrote[/] {out}/decisions.csv, {out}/suites/, {out}/report.md, {out}/report.html"
-        + (", figures/" if figures else "")
-    )
+    console.print(wrote_line(out, output.written))
 
 
 def _print_summary(decisions: pl.DataFrame) -> None:
@@ -116,17 +152,18 @@ def aggregate_command(
     """Rank the runs on the selected tasks: DIR/ranking.csv (mean rank, Borda, mean win rate)."""
     from analysis.pipeline import run_aggregate
 
+    require_analysis_out(out)
     cfg = _config(config, scores)
     table, _ = _load(scores, task_info, tokens_per_step, skip_unknown)
-    chosen = None
-    if decisions is not None:
-        if not decisions.is_file():
-            raise fail(f"decisions file {decisions} does not exist (run `finetasks-afr select` first)")
-        chosen = pl.read_csv(decisions, infer_schema_length=0).with_columns(
-            pl.col("fewshot").cast(pl.Int64), (pl.col("kept") == "true").alias("kept")
-        )
-    with console.status("aggregating"):
-        result = run_aggregate(table, cfg, out, chosen)
+    try:
+        tasks = set(table.get_column("task").unique().to_list())
+        chosen = None if decisions is None else read_decisions(decisions, tasks)
+        with console.status("aggregating"):
+            result = run_aggregate(table, cfg, out, chosen)
+    except (DecisionsError, AggregateError) as error:
+        raise fail(str(error)) from error
+    except (OSError, OutputDirectoryError) as error:
+        raise output_failure(out, error) from error
     view = Table(title="multilingual ranking (lower mean rank is better)")
     for column in ("run", "mean rank", "Borda", "win rate", "missing languages"):
         view.add_column(column)
@@ -136,7 +173,7 @@ def aggregate_command(
     console.print(view)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
-    console.print(f"[green]wrote[/] {out}/ranking.csv")
+    console.print(f"[green]wrote[/] {out}: ranking.csv, language_scores.csv, aggregated_tasks.csv")
 
 
 def simulate_command(
@@ -157,6 +194,7 @@ def demo_command(
 ) -> None:
     """The end-to-end demo: train tiny models on a synthetic world, sweep, collect, select, aggregate, report."""
     import shutil
+    from functools import partial
 
     from finetasks_afr.demo.run import DemoSettings, run_demo
 
@@ -166,7 +204,7 @@ def demo_command(
 
         for source, target in ((paths["truth"], BUNDLED_TRUTH), (paths["mixes"], BUNDLED_MIXES),
                                (paths["scores"], BUNDLED_SWEEP)):  # fmt: skip
-            atomic_write(target, lambda tmp, source=source: shutil.copyfile(source, tmp))
+            atomic_write(target, partial(shutil.copyfile, source))
         console.print(f"[green]bundled[/] {BUNDLED_SWEEP}")
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, aggregate/ranking.csv, truth_check.csv")
 

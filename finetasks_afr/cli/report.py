@@ -12,8 +12,10 @@ from typing import Annotated
 import typer
 
 from analysis.config import ConfigError, load_config
+from analysis.io import OutputDirectoryError
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
+from finetasks_afr.cli.analysis import output_failure, require_analysis_out, wrote_line
 from finetasks_afr.cli.common import console, fail
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
@@ -43,6 +45,7 @@ def report_command(
     figures/, and the selection's decisions.csv, suites/ and ranking.csv."""
     from analysis.pipeline import run_selection
 
+    require_analysis_out(out)
     if scores is None and not BUNDLED_SWEEP.is_file():
         raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
     path = scores or BUNDLED_SWEEP
@@ -53,11 +56,15 @@ def report_command(
         raise fail(str(error)) from error
     console.print(f"[green]loaded[/] {load_report.summary()}")
     with console.status("statistics, selection, ranking, figures, report"):
-        output = run_selection(table, load_report, cfg, out, figures=figures)
+        try:
+            output = run_selection(table, load_report, cfg, out, figures=figures)
+        except (OSError, OutputDirectoryError) as error:
+            raise output_failure(out, error) from error
     kept, chosen = output.selection.kept.height, output.selection.decisions.filter("chosen").height
     console.print(f"{kept} of {chosen} tasks kept")
     pages = ", ".join(p.name for key, p in sorted(output.html.items()) if key != "index")
     console.print(f"[green]wrote[/] {out / 'report.html'} (language pages: {pages}), {out / 'report.md'}")
+    console.print(wrote_line(out, output.written))
 
 
 def register(app: typer.Typer) -> None:
