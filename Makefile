@@ -23,7 +23,23 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install -q --no-deps rbo==0.1.3
 	touch $(STAMP)
 
+## Offline (HF_HUB_OFFLINE=1, the default here) lighteval's CLI downloads tinyBenchmarks.pkl at every start and dies
+## with a DNS error: an empty placeholder is made when the file is absent (README, "Running lighteval offline").
 install: $(STAMP)
+	@if [ "$$HF_HUB_OFFLINE" = 1 ]; then $(PY) -c "$$TINY_BENCHMARKS_PLACEHOLDER"; fi
+
+define TINY_BENCHMARKS_PLACEHOLDER
+import importlib.util, pathlib
+from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
+origin = importlib.util.find_spec("lighteval").origin
+absent = not (pathlib.Path(origin).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl").exists()
+path = ensure_tiny_benchmarks_file()
+if absent:
+    print(f"make install: HF_HUB_OFFLINE=1 and lighteval's {path.name} was absent: made an empty placeholder at {path}"
+          " (lighteval's CLI would otherwise fail offline with a DNS error; tinyBenchmarks tasks fail loudly with it;"
+          " online, delete it to let lighteval download the real file)")
+endef
+export TINY_BENCHMARKS_PLACEHOLDER
 
 lint: install
 	$(VENV)/bin/ruff check .

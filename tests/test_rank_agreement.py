@@ -84,7 +84,10 @@ def _random_lists(rng: random.Random) -> tuple[list[int], list[int], float]:
 def test_matches_the_rbo_package_on_random_lists() -> None:
     """`rbo.RankingSimilarity.rbo_ext` implements eq. 32 (its `rbo(p=)` is the prefix sum at the shorter length):
     both must equal ours on random ranked lists of uneven lengths, partly overlapping, without duplicates."""
-    rbo_pkg = pytest.importorskip("rbo", reason="test-only dependency: pip install --no-deps rbo==0.1.3")
+    try:  # never a skip: a missing reference would let CI pass without comparing ours with anything
+        import rbo as rbo_pkg
+    except ModuleNotFoundError as error:
+        pytest.fail(f"the test-only dependency rbo is missing ({error}); run `make install` (rbo==0.1.3, --no-deps)")
     rng = random.Random(1234)
     cases = [_random_lists(rng) for _ in range(1500)]
     cases += [(list("abcde"), list("edcba"), 0.9), (list("abcdefghij"), list("ab"), 0.98), ([7], [7, 8, 9], 0.5)]
