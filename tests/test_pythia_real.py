@@ -13,12 +13,13 @@ from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 import scipy.stats
 
 from analysis.config import Config, SNRConfig
 from analysis.signal import compute_signal, series_monotonicity
-from analysis.table import LM_EVAL_TASK_INFO, read_lm_eval_harness
+from analysis.table import LM_EVAL_TASK_INFO, LoadReport, read_lm_eval_harness
 
 pytestmark = pytest.mark.shared_data
 
@@ -28,7 +29,7 @@ CONFIG = Config(snr=SNRConfig(fallback="checkpoint", checkpoint_last_n=5))
 
 
 @pytest.fixture(scope="module")
-def pythia(shared_data: Path):
+def pythia(shared_data: Path) -> tuple[pl.DataFrame, LoadReport]:
     root = shared_data / "pythia" / "evals" / "pythia-v1"
     table, report = read_lm_eval_harness(
         [root / model / "zero-shot" for model in MODELS], tokens_per_step=TOKENS_PER_STEP
@@ -104,9 +105,9 @@ def test_task_statistics_match_an_independent_implementation(pythia, independent
             sigmas.append((value - baseline) / stderr)
         assert row["non_random_sigmas"] == pytest.approx(max(sigmas)) and row["three_sigma_kind"] == "stderr"
         # ordering consistency across model sizes after 15B tokens (Kendall tau-b between consecutive steps)
-        steps = sorted({s for c in curves.values() for s in c if s * TOKENS_PER_STEP >= 15e9})
+        late_steps = sorted({s for c in curves.values() for s in c if s * TOKENS_PER_STEP >= 15e9})
         taus = []
-        for a, b in pairwise(steps):
+        for a, b in pairwise(late_steps):
             present = [m for m in curves if a in curves[m] and b in curves[m]]
             tau = scipy.stats.kendalltau([curves[m][a] for m in present], [curves[m][b] for m in present]).statistic
             if not np.isnan(tau):

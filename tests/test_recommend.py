@@ -13,11 +13,13 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 import pytest
 import torch
 import typer
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from typer.testing import CliRunner
 
 from finetasks_afr import recommend as rec
@@ -67,7 +69,7 @@ def causal_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # ------------------------------------------------------------------------------------ causal: by hand
 
 
-def _manual_target_logprobs(model, ids: list[int]) -> torch.Tensor:
+def _manual_target_logprobs(model: PreTrainedModel, ids: list[int]) -> torch.Tensor:
     """log P(ids[t] | ids[:t]) for t >= 1 from one forward pass, log-softmax written out."""
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids])).logits[0].double()
@@ -116,7 +118,7 @@ def test_causal_sliding_window_token_by_token(causal_dir: Path) -> None:
 # ------------------------------------------------------------------------------------- masked: by hand
 
 
-def _independent_pppl_terms(model, tokenizer, text: str) -> list[float]:
+def _independent_pppl_terms(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, text: str) -> list[float]:
     """log P(w_i | text with w_i masked) for every non-special position, one forward pass each."""
     ids = tokenizer(text)["input_ids"]
     assert ids[0] == tokenizer.cls_token_id and ids[-1] == tokenizer.sep_token_id
@@ -394,13 +396,22 @@ def _sentences(shared_data: Path, lang: str, split: str) -> list[str]:
     return [line.split("\t")[2] for line in lines]
 
 
+class _Shape(TypedDict):
+    """The model shape the language models share (keyword arguments of both tiny-model builders)."""
+
+    vocab_size: int
+    hidden_size: int
+    train_steps: int
+    max_position_embeddings: int
+
+
 @pytest.fixture(scope="module")
 def language_models(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Per language: a masked LM with a tokenizer shared by both languages, one with its own tokenizer, and a
     causal LM with its own tokenizer, each trained on that language's SIB-200 train sentences only."""
     root = tmp_path_factory.mktemp("language_models")
     both = _sentences(shared_data, LANGS[0], "train") + _sentences(shared_data, LANGS[1], "train")
-    shape = {"vocab_size": 384, "hidden_size": 32, "train_steps": 60, "max_position_embeddings": 256}
+    shape: _Shape = {"vocab_size": 384, "hidden_size": 32, "train_steps": 60, "max_position_embeddings": 256}
     with one_thread():
         models = {}
         for lang in LANGS:

@@ -28,7 +28,7 @@ def model() -> LlamaForCausalLM:
     return LlamaForCausalLM(config).eval()
 
 
-def direct(model, context: list[int], continuation: list[int]) -> tuple[float, bool]:
+def direct(model: LlamaForCausalLM, context: list[int], continuation: list[int]) -> tuple[float, bool]:
     with torch.no_grad():
         logits = model(torch.tensor([context + continuation])).logits[0].float()
     logprobs = torch.log_softmax(logits, dim=-1)

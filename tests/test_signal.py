@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -29,14 +31,14 @@ def rows_to_table(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(full, schema=SCHEMA)
 
 
-def series(run: str, scores: list[float], *, seed: int | None = None, start: int = 1, **extra) -> list[dict]:
+def series(run: str, scores: list[float], *, seed: int | None = None, start: int = 1, **extra: Any) -> list[dict]:
     return [
         {"run": run, "seed": seed, "step": start + i, "tokens": (start + i) * B, "score": s, **extra}
         for i, s in enumerate(scores)
     ]
 
 
-def one(frame: pl.DataFrame, **where) -> dict:
+def one(frame: pl.DataFrame, **where: Any) -> dict:
     for key, value in where.items():
         frame = frame.filter(pl.col(key) == value)
     assert frame.height == 1
@@ -249,7 +251,7 @@ def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():
 RANK_STATS = ("monotonicity", "consistency", "decision_accuracy", "monotonicity_ai2")
 
 
-def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, columns) -> None:
+def _assert_frames_close(a: pl.DataFrame, b: pl.DataFrame, columns: Iterable[str]) -> None:
     for column in columns:
         left, right = a.get_column(column).to_list(), b.get_column(column).to_list()
         assert left == pytest.approx(right, nan_ok=True) or left == right, column

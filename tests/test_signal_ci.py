@@ -17,6 +17,7 @@ import math
 from collections import defaultdict
 from dataclasses import replace
 from itertools import pairwise
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -52,7 +53,7 @@ SLACK = 1e-9
 
 # --------------------------------------------------------------------------------------------- tables
 
-_META = {
+_META: dict[str, dict[str, Any]] = {
     "acc": {"formulation": "CF", "random_baseline": 0.25},
     "acc_norm": {"formulation": "CF", "random_baseline": 0.25},
     "bits_per_byte": {"formulation": "PPL", "random_baseline": None},  # lower is better: oriented scores
@@ -69,7 +70,7 @@ def rows_to_table(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(full, schema=SCHEMA)
 
 
-def series(run: str, scores: list[float], *, seed: int | None = 0, start: int = 1, **extra) -> list[dict]:
+def series(run: str, scores: list[float], *, seed: int | None = 0, start: int = 1, **extra: Any) -> list[dict]:
     return [
         {"run": run, "seed": seed, "step": start + i, "tokens": (start + i) * T, "score": s, **extra}
         for i, s in enumerate(scores)
@@ -245,7 +246,12 @@ def _percentile(ordered: list[float], q: float) -> float:
 
 
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return _mean_of(values) if values else None
+
+
+def _mean_of(values: list[float]) -> float:
+    """The mean of a non-empty list (`_mean` without its None for no values)."""
+    return sum(values) / len(values)
 
 
 def reference_monotonicity(rows: list[dict], sign: float, config: Config) -> dict:
@@ -276,12 +282,12 @@ def reference_seed_snr(rows: list[dict], config: Config) -> dict:
     for run, seeds in run_seeds.items():
         complete = [step for (rn, step), v in cells.items() if rn == run and len(v) == len(seeds)]
         if len(seeds) >= 2 and complete:
-            finals.append(_mean(cells[(run, max(complete))]))
+            finals.append(_mean_of(cells[(run, max(complete))]))
     signal, avg_std = _mean(finals), _mean(stds)
     snr = signal / avg_std if signal is not None and avg_std is not None and avg_std > 0 else None
     std_low, std_high = reference_bootstrap(stds, config.bootstrap)
     low = high = None
-    if snr is not None and std_low is not None:
+    if signal is not None and snr is not None and std_low is not None and std_high is not None:
         # SNR = signal / avg-std is decreasing in avg-std: the high std bound gives the low SNR bound
         low = signal / std_high if std_high > 0 else None
         high = signal / std_low if std_low > 0 else math.inf
@@ -293,10 +299,10 @@ def reference_consistency(rows: list[dict], sign: float, config: Config) -> dict
     cells: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         cells[(r["run"], r["step"])].append(r)
-    curve = {key: sign * _mean([r["score"] for r in rs]) for key, rs in cells.items()}
+    curve = {key: sign * _mean_of([r["score"] for r in rs]) for key, rs in cells.items()}
     tokens = {key: max((r["tokens"] for r in rs if r["tokens"] is not None), default=None) for key, rs in cells.items()}
     if all(t is not None for t in tokens.values()):
-        eligible = {key for key, t in tokens.items() if t >= cfg.min_tokens}
+        eligible = {key for key, t in tokens.items() if t is not None and t >= cfg.min_tokens}
     elif cfg.min_step is not None:
         eligible = {key for key in cells if key[1] >= cfg.min_step}
     elif cfg.min_tokens <= 0:
