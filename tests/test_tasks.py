@@ -7,10 +7,18 @@ import json
 import math
 import re
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import datasets
 import pytest
+
+if TYPE_CHECKING:
+    from lighteval.tasks.lighteval_task import LightevalTaskConfig
+    from lighteval.tasks.requests import Doc
+
+    from analysis.table import TaskInfo
 
 PROJECT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).with_name("snapshots") / "prompts.json"
@@ -26,6 +34,7 @@ MIRRORED = (
     "afriqa",
 )
 ROWS_PER_TASK = 12
+Suite: TypeAlias = "tuple[list[LightevalTaskConfig], dict[str, TaskInfo]]"  # the task table and its metadata
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +47,7 @@ def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def suite(mirror: Path):
+def suite(mirror: Path) -> Iterator[Suite]:
     """The task table built with the mirror configured (hf_location resolves at build time)."""
     mp = pytest.MonkeyPatch()
     mp.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
@@ -54,7 +63,7 @@ def suite(mirror: Path):
     mp.undo()
 
 
-def test_names_are_unique_well_formed_and_described(suite):
+def test_names_are_unique_well_formed_and_described(suite: Suite) -> None:
     configs, info = suite
     names = [config.name for config in configs]
     assert len(names) == len(set(names))
@@ -70,7 +79,7 @@ def test_names_are_unique_well_formed_and_described(suite):
         assert (meta.prompt == "en") == name.endswith("_enprompt")
 
 
-def test_every_language_of_each_dataset_is_covered(suite):
+def test_every_language_of_each_dataset_is_covered(suite: Suite) -> None:
     from finetasks_afr.languages import covered_by
 
     configs, info = suite
@@ -81,7 +90,7 @@ def test_every_language_of_each_dataset_is_covered(suite):
         assert languages[dataset] == {language.iso3 for language in covered_by(dataset)}, dataset
 
 
-def test_tasks_read_the_mirror_where_it_has_the_config_else_the_hub(suite, mirror: Path):
+def test_tasks_read_the_mirror_where_it_has_the_config_else_the_hub(suite: Suite, mirror: Path) -> None:
     from finetasks_afr.sources import SOURCES
 
     configs, info = suite
@@ -99,7 +108,7 @@ def _rows(repo: str, subset: str, split: str) -> list[dict]:
     return [dataset[i] for i in range(min(ROWS_PER_TASK, len(dataset)))]
 
 
-def _check_doc(doc, name: str) -> None:
+def _check_doc(doc: Doc | None, name: str) -> None:
     assert doc is not None, name
     assert "  " not in doc.query, (name, doc.query)
     assert doc.query == doc.query.strip() or doc.query.endswith(" "), name
@@ -109,12 +118,12 @@ def _check_doc(doc, name: str) -> None:
     assert all(choice == choice.strip(" ") or choice.startswith(" ") for choice in doc.choices), name
 
 
-def test_prompts_on_real_rows_every_language_both_prompts(suite, mirror: Path):
+def test_prompts_on_real_rows_every_language_both_prompts(suite: Suite, mirror: Path) -> None:
     """Every mirrored task (all languages in ../shared/data, both prompt languages) on its real rows."""
     from finetasks_afr.benchmarks.common import SKIPPED_ROWS
 
     configs, info = suite
-    checked = defaultdict(int)
+    checked: defaultdict[str, int] = defaultdict(int)
     cache: dict[tuple[str, str, str], list[dict]] = {}
     available = {key: set(datasets.get_dataset_config_names(str(mirror / key))) for key in MIRRORED}
     for config in configs:
@@ -143,7 +152,7 @@ def test_prompts_on_real_rows_every_language_both_prompts(suite, mirror: Path):
 
 # Hand-made rows in the exact published schema of the hub-only datasets (fields, types and label encodings
 # from ../shared/notes/hub-datasets.md, which cites lm-evaluation-harness and lighteval).
-HUB_ONLY_ROWS = {
+HUB_ONLY_ROWS: dict[str, dict[str, Any]] = {
     # AfriMMLU (hub-datasets.md 1; H afrimmlu/utils.py: choices is a Python-list string, answer a letter)
     "afrimmlu": {"subject": "elementary_mathematics", "question": "Kínni iyì p nínú 24 = 2p?",
                  "choices": "['p = 4', 'p = 8', 'p = 12', 'p = 24']", "answer": "C"},
@@ -167,9 +176,9 @@ HUB_ONLY_ROWS = {
 }  # fmt: skip
 
 
-def test_hub_only_prompts_on_rows_in_the_published_schema(suite, mirror: Path):
+def test_hub_only_prompts_on_rows_in_the_published_schema(suite: Suite, mirror: Path) -> None:
     configs, info = suite
-    checked = defaultdict(int)
+    checked: defaultdict[str, int] = defaultdict(int)
     in_mirror = set(datasets.get_dataset_config_names(str(mirror / "belebele")))
     for config in configs:
         meta = info[config.name]
@@ -182,7 +191,7 @@ def test_hub_only_prompts_on_rows_in_the_published_schema(suite, mirror: Path):
     assert set(checked) == set(HUB_ONLY_ROWS)
 
 
-def test_bad_rows_are_skipped_and_counted(suite):
+def test_bad_rows_are_skipped_and_counted(suite: Suite) -> None:
     from finetasks_afr.benchmarks.common import SKIPPED_ROWS
 
     configs, _ = suite
@@ -211,7 +220,7 @@ SNAPSHOT_CASES = [
 ]
 
 
-def _render(suite, name: str, source: str) -> dict:
+def _render(suite: Suite, name: str, source: str) -> dict:
     configs, _ = suite
     config = next(c for c in configs if c.name == name)
     row = (
@@ -223,7 +232,7 @@ def _render(suite, name: str, source: str) -> dict:
     return {"query": doc.query, "choices": list(doc.choices), "gold_index": doc.gold_index}
 
 
-def test_prompt_snapshots(suite):
+def test_prompt_snapshots(suite: Suite) -> None:
     """Rendered prompts are byte-for-byte stable.
 
     The snapshot file is (re)written only when asked, with FINETASKS_AFR_UPDATE_SNAPSHOTS=1; a missing one is a
@@ -240,7 +249,7 @@ def test_prompt_snapshots(suite):
     assert rendered == json.loads(SNAPSHOTS.read_text(encoding="utf-8"))
 
 
-def _five_shot_prompts(suite, name: str) -> list[str]:
+def _five_shot_prompts(suite: Suite, name: str) -> list[str]:
     import dataclasses
 
     from lighteval.tasks.lighteval_task import LightevalTask
@@ -253,7 +262,7 @@ def _five_shot_prompts(suite, name: str) -> list[str]:
     return [manager.prepare_prompt(doc) for doc in docs]
 
 
-def test_few_shot_prompts_repeat_byte_for_byte(suite):
+def test_few_shot_prompts_repeat_byte_for_byte(suite: Suite) -> None:
     """lighteval's sampler is seeded (variance seed 0, document shuffle 42): two builds give the same prompts."""
     first = _five_shot_prompts(suite, "mmlu_afr_virology_zul_mcf")
     second = _five_shot_prompts(suite, "mmlu_afr_virology_zul_mcf")
@@ -266,7 +275,7 @@ def test_few_shot_prompts_repeat_byte_for_byte(suite):
 
 
 @pytest.mark.shared_data
-def test_masakhanews_offers_each_language_the_topics_its_data_has(shared_data: Path):
+def test_masakhanews_offers_each_language_the_topics_its_data_has(shared_data: Path) -> None:
     """The per-language topic sets written in the module equal the topics of the raw release's splits."""
     import csv
 
@@ -283,12 +292,12 @@ def test_masakhanews_offers_each_language_the_topics_its_data_has(shared_data: P
     assert set(masakhanews.LABELS) == {p.name for p in (shared_data / "masakhanews").iterdir()} - {"fra"}
 
 
-def test_classification_prompts_name_the_task_and_labels_and_baselines_follow_them(suite):
+def test_classification_prompts_name_the_task_and_labels_and_baselines_follow_them(suite: Suite) -> None:
     from finetasks_afr.benchmarks import afrisenti, masakhanews, sib200
 
     configs, info = suite
     by_name = {config.name: config for config in configs}
-    rows = {
+    rows: dict[str, dict[str, Any]] = {
         "sib200_hau_mcf": {"index_id": 1, "category": "travel", "text": "Tafiya"},
         "masakhanews_amh_cf_enprompt": {"category": "sports", "headline": "H", "text": "T", "url": ""},
         "masakhanews_hau_hybrid": {"category": "religion", "headline": "H", "text": "T", "url": ""},
@@ -300,7 +309,7 @@ def test_classification_prompts_name_the_task_and_labels_and_baselines_follow_th
         assert doc.instruction.startswith("Classify the")
     amh = by_name["masakhanews_amh_cf_enprompt"].prompt_function(rows["masakhanews_amh_cf_enprompt"], "x")
     assert [choice.strip().lower() for choice in amh.choices] == ["business", "health", "politics", "sports"]
-    assert "business, health, politics, sports." in amh.instruction
+    assert amh.instruction is not None and "business, health, politics, sports." in amh.instruction
     assert info["masakhanews_amh_cf"].random_baseline == pytest.approx(1 / 4)
     assert info["masakhanews_ibo_mcf"].random_baseline == pytest.approx(1 / 6)
     assert info["masakhanews_hau_mcf"].random_baseline == pytest.approx(1 / 7)
@@ -313,7 +322,7 @@ def test_classification_prompts_name_the_task_and_labels_and_baselines_follow_th
     assert by_name["masakhanews_amh_mcf"].prompt_function(rows["masakhanews_hau_hybrid"], "x") is None
 
 
-def test_afrimgsm_train_rows_lose_their_own_question_prefix(suite):
+def test_afrimgsm_train_rows_lose_their_own_question_prefix(suite: Suite) -> None:
     configs, _ = suite
     config = next(c for c in configs if c.name == "afrimgsm_yor_enprompt")
     row = {"question": "Question: Ade ní ọsàn mẹ́ta. Ọsàn mélòó?", "answer_number": 3, "answer": "Step-by-step"}
@@ -322,7 +331,7 @@ def test_afrimgsm_train_rows_lose_their_own_question_prefix(suite):
     assert doc.query.startswith("Question: Ade")
 
 
-def test_clean_removes_invisible_characters_escaped_breaks_and_normalises():
+def test_clean_removes_invisible_characters_escaped_breaks_and_normalises() -> None:
     from finetasks_afr.benchmarks.common import clean
 
     assert clean("\ufeffSannu\u200b da\u00a0zuwa") == "Sannu da zuwa"
@@ -333,7 +342,7 @@ def test_clean_removes_invisible_characters_escaped_breaks_and_normalises():
         clean(None)
 
 
-def test_winogrande_reads_the_hub_columns_as_well_as_the_mirror_columns(suite):
+def test_winogrande_reads_the_hub_columns_as_well_as_the_mirror_columns(suite: Suite) -> None:
     """The hub's winogrande_<xx> rows have qID, Sentence, Option1, Option2, Answer (the release script drops the
     English columns and renames the language's); the mirror keeps the raw columns. Both give the same document."""
     configs, _ = suite
