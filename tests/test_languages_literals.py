@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import re
 from pathlib import Path
+from typing import cast
 
 import pytest
-from lighteval.tasks.templates.copa import get_copa_prompt_function
-from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
-from lighteval.tasks.templates.nli import get_nli_prompt_function
+from lighteval.tasks.templates.copa import COPAInput, get_copa_prompt_function
+from lighteval.tasks.templates.multichoice import MCQDictAdapter, get_mcq_prompt_function
+from lighteval.tasks.templates.nli import NLIAdapter, RelationType, get_nli_prompt_function
 from lighteval.tasks.templates.qa import get_qa_prompt_function
 from lighteval.tasks.templates.utils.formatting_utils import capitalize
 from lighteval.tasks.templates.utils.formulation import CFFormulation, HybridFormulation, MCFFormulation
@@ -150,7 +151,7 @@ def test_lookup_errors_name_the_code():
 
 
 @pytest.mark.shared_data
-def test_codes_match_the_shared_data_folders(shared_data: Path):
+def test_codes_match_the_shared_data_folders(shared_data: Path) -> None:
     def folders(path: Path) -> set[str]:
         return {p.name for p in path.iterdir() if p.is_dir()}
 
@@ -172,7 +173,7 @@ def test_codes_match_the_shared_data_folders(shared_data: Path):
 
 
 @pytest.mark.shared_data
-def test_english_winogrande_columns_of_the_chosen_config_equal_the_english_release(shared_data: Path):
+def test_english_winogrande_columns_of_the_chosen_config_equal_the_english_release(shared_data: Path) -> None:
     """English Winogrande is read from winogrande_am's English columns: they must be the released English rows."""
     import csv
 
@@ -293,17 +294,22 @@ def test_register_reaches_prompt_functions_built_before_it(monkeypatch):
     assert fn(LINE, "t").query.endswith("òótọ́?")
 
 
+def _as_copa_input(line: dict) -> COPAInput:
+    """The COPA template's adapter for rows already written as a COPAInput."""
+    return cast(COPAInput, line)
+
+
 def _check_prompts(lang: Language, w: TranslationLiterals) -> None:
     q, a = capitalize(w.question_word), capitalize(w.answer)
-    mcq = {"question": "question", "choices": "choices", "gold_idx": "gold"}
+    mcq: MCQDictAdapter = {"question": "question", "choices": "choices", "gold_idx": "gold"}
     for formulation in (CFFormulation(), MCFFormulation(), HybridFormulation()):
         doc = get_mcq_prompt_function(lang, mcq, formulation)(LINE, "t")
         assert f"{q}{w.colon}" in doc.query and doc.query.endswith(f"{a}{w.colon}"), formulation
     doc = get_mcq_prompt_function(lang, mcq, MCFFormulation())(LINE, "t")
     assert f"A{w.full_stop}" in doc.query  # MCF lists the options with the language's full stop
 
-    nli = {"premise": "premise", "hypothesis": "hypothesis", "gold_idx": "label"}
-    relations = ["entailment", "neutral", "contradiction"]
+    nli: NLIAdapter = {"premise": "premise", "hypothesis": "hypothesis", "gold_idx": "label"}
+    relations: list[RelationType] = ["entailment", "neutral", "contradiction"]
     doc = get_nli_prompt_function(lang, nli, relations, CFFormulation())(LINE, "t")
     assert doc.query.endswith(f"{w.word_space}{w.confirmation_word}{w.question_mark}")
     for word, choice in zip((w.yes, w.also, w.no), doc.choices, strict=True):
@@ -326,9 +332,9 @@ def _check_prompts(lang: Language, w: TranslationLiterals) -> None:
             "continuations": ["p = 4", "p = 8"],
             "gold_idx": 0,
         }
-        doc = get_copa_prompt_function(lang, lambda line: line, CFFormulation())(copa_line, "t")
+        doc = get_copa_prompt_function(lang, _as_copa_input, CFFormulation())(copa_line, "t")
         assert doc.query.endswith(f"{w.word_space}{word}"), kind
-        doc = get_copa_prompt_function(lang, lambda line: line, MCFFormulation())(copa_line, "t")
+        doc = get_copa_prompt_function(lang, _as_copa_input, MCFFormulation())(copa_line, "t")
         assert word in doc.query and doc.query.endswith(f"{a}{w.colon}")
 
 
