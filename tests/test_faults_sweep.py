@@ -332,3 +332,12 @@ def test_spec_settings_are_exactly_the_result_changing_fields():
         "max_samples": None,
         "tokenizer": None,
     }
+
+
+def test_a_lock_file_left_by_a_kill_after_its_staging_folder_was_removed_is_cleaned(tmp_path):
+    """A kill between removing a staging folder and its lock file (right after a commit) left the lock behind."""
+    store = SweepStore(tmp_path)
+    (tmp_path / "staging").mkdir()
+    (tmp_path / "staging" / "host-1-abc.lock").write_text("")
+    store.clean_stale_staging()
+    assert not any((tmp_path / "staging").iterdir())

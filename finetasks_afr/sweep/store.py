@@ -190,6 +190,14 @@ class SweepStore:
                 fcntl.flock(lock, fcntl.LOCK_UN)
             lock_file.unlink(missing_ok=True)
             removed += 1
+        for lock_file in base.glob("*.lock"):  # a kill between removing a folder and its lock leaves the lock alone
+            if not lock_file.with_suffix("").exists():
+                with lock_file.open("a") as lock:
+                    try:
+                        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue
+                    lock_file.unlink(missing_ok=True)
         return removed
 
     def commit(self, staged_part: Path, checkpoint: Checkpoint, name: str) -> Path:
