@@ -22,6 +22,7 @@ import shutil
 import types
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -36,6 +37,11 @@ from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
+if TYPE_CHECKING:
+    from lighteval.logging.info_loggers import DetailsLogger
+    from lighteval.pipeline import Pipeline
+    from lighteval.tasks.requests import Doc
+
 pytestmark = pytest.mark.slow
 
 TASK = "compat_probe"
@@ -46,7 +52,7 @@ MAX_LENGTH = 256
 TOL = 1e-5
 
 LETTERS = [" A", " B", " C", " D"]
-DOCS = [
+DOCS: list[dict[str, Any]] = [
     # Cloze (CF) style, choices of very different lengths, shared "Answer:".
     {
         "query": "Question: What is the capital of Kenya?\nAnswer:",
@@ -131,7 +137,7 @@ def _leave_compat_as_found():
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_causal_lm(
         tmp_path_factory.mktemp("tiny") / "model",
         CORPUS,
@@ -147,22 +153,24 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_local_dataset(tmp_path_factory.mktemp("probe"), "compat_probe", {"test": DOCS})
 
 
-def _task_module(data_dir: Path, metric_names=METRIC_NAMES) -> types.ModuleType:
+def _task_module(data_dir: Path, metric_names: tuple[str, ...] = METRIC_NAMES) -> types.ModuleType:
     return probe_task_module(data_dir, TASK, metric_names, "compat_probe_tasks")
 
 
-def run_pipeline(model_dir: Path, data_dir: Path, out_dir: Path, metric_names=METRIC_NAMES):
+def run_pipeline(
+    model_dir: Path, data_dir: Path, out_dir: Path, metric_names: tuple[str, ...] = METRIC_NAMES
+) -> tuple[Pipeline, list[list[Doc]]]:
     """Evaluate the probe task through lighteval's Pipeline; returns (pipeline, calls to _loglikelihood_tokens)."""
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
     module = _task_module(data_dir, metric_names)
-    calls: list[list] = []
+    calls: list[list[Doc]] = []
     original = TransformersModel._loglikelihood_tokens
 
     def spy(self, docs, *args, **kwargs):
@@ -174,7 +182,8 @@ def run_pipeline(model_dir: Path, data_dir: Path, out_dir: Path, metric_names=ME
         pipeline = Pipeline(
             tasks=TASK_KEY,
             pipeline_parameters=PipelineParameters(
-                launcher_type=ParallelismManager.ACCELERATE, custom_tasks_directory=module
+                launcher_type=ParallelismManager.ACCELERATE,
+                custom_tasks_directory=module,  # type: ignore[arg-type]  # declared str | None; a module works too
             ),
             evaluation_tracker=EvaluationTracker(output_dir=str(out_dir), save_details=False),
             model_config=TransformersModelConfig(
@@ -249,12 +258,12 @@ class Reference:
 
 
 @pytest.fixture(scope="module")
-def reference(tiny_model) -> dict[str, dict]:
+def reference(tiny_model: Path) -> dict[str, dict]:
     scorer = Reference(tiny_model)
     return {doc["query"]: scorer.score(doc) for doc in DOCS}
 
 
-def _details(pipeline) -> dict[str, object]:
+def _details(pipeline: Pipeline) -> dict[str, DetailsLogger.Detail]:
     return {detail.doc.query: detail for detail in pipeline.get_details()[TASK_KEY]}
 
 
@@ -333,7 +342,8 @@ def test_version_guard(monkeypatch):
 
 
 def test_bug_checks_see_the_installed_lighteval():
-    assert compat.lighteval_version().startswith("0.13.")
+    version = compat.lighteval_version()
+    assert version is not None and version.startswith("0.13.")
     assert compat.token_norm_bug_present()
     assert compat.pmi_backend_bug_present()
     assert compat.pmi_metric_bug_present()
@@ -377,7 +387,7 @@ def test_fixed_scores_equal_the_reference(fixed_run, reference):
     _, pipeline, _, _ = fixed_run
     details = _details(pipeline)
     assert len(details) == len(DOCS)
-    normalisations = {
+    normalisations: dict[str, LogProbCharNorm | LogProbTokenNorm | LogProbPMINorm] = {
         "acc_norm": LogProbCharNorm(),
         "acc_norm_token": LogProbTokenNorm(),
         "acc_norm_pmi": LogProbPMINorm(),
@@ -388,6 +398,7 @@ def test_fixed_scores_equal_the_reference(fixed_run, reference):
         np.testing.assert_allclose(response.logprobs, expected["raw"], rtol=TOL, atol=TOL)
         assert [len(tokens) for tokens in response.output_tokens] == expected["n_tokens"]
         assert all(token >= 0 for tokens in response.output_tokens for token in tokens)
+        assert response.unconditioned_logprobs is not None
         np.testing.assert_allclose(response.unconditioned_logprobs, expected["unconditioned"], rtol=TOL, atol=TOL)
         for name, normalisation in normalisations.items():
             ours = normalize_log_probs(
@@ -586,7 +597,8 @@ def test_direct_model_call_scores_every_unconditioned_query(tiny_model):
     compat.apply()
     try:
         model = TransformersModel(config)
-        model._cache = None  # no prediction cache outside a pipeline (it needs the task registry)
+        # no prediction cache outside a pipeline (it needs the task registry); lighteval's @cached skips a None
+        model._cache = None  # type: ignore[assignment]  # declared SampleCache
         responses = model.loglikelihood(docs)
     finally:
         compat.restore()

@@ -18,6 +18,7 @@ import os
 import shutil
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -27,9 +28,16 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from local_dataset import write_local_dataset  # noqa: E402
 
+from bench.probe_tasks import tasks_module  # noqa: E402
 from finetasks_afr import compat, partial_scoring  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
+
+if TYPE_CHECKING:
+    from lighteval.logging.info_loggers import DetailsLogger
+    from lighteval.pipeline import Pipeline
+    from lighteval.tasks.lighteval_task import LightevalTaskConfig
+    from lighteval.tasks.requests import Doc
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +129,7 @@ def _stock_partial_scoring() -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_causal_lm(
         tmp_path_factory.mktemp("tiny") / "model",
         CORPUS,
@@ -137,7 +145,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     splits = {"test": [hub_row(row) for row in TEST_ROWS], "dev": [hub_row(row) for row in DEV_ROWS]}
     return write_local_dataset(tmp_path_factory.mktemp("wino"), "winogrande_partial", splits)
 
@@ -173,15 +181,14 @@ def probe_config(suite_configs, data_dir):
     )
 
 
-def run_pipeline(model_dir: Path, config, out_dir: Path):
+def run_pipeline(model_dir: Path, config: LightevalTaskConfig, out_dir: Path) -> tuple[Pipeline, list[list[Doc]]]:
     """Evaluate the probe task 1-shot; returns (pipeline, the docs of each _loglikelihood_tokens call)."""
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
-    module = types.ModuleType("winogrande_partial_probe_tasks")
-    module.TASKS_TABLE = [config]
-    calls: list[list] = []
+    module = tasks_module("winogrande_partial_probe_tasks", [config])
+    calls: list[list[Doc]] = []
     original = TransformersModel._loglikelihood_tokens
 
     def spy(self, docs, *args, **kwargs):
@@ -193,7 +200,8 @@ def run_pipeline(model_dir: Path, config, out_dir: Path):
         pipeline = Pipeline(
             tasks=TASK_KEY,
             pipeline_parameters=PipelineParameters(
-                launcher_type=ParallelismManager.ACCELERATE, custom_tasks_directory=module
+                launcher_type=ParallelismManager.ACCELERATE,
+                custom_tasks_directory=module,  # type: ignore[arg-type]  # declared str | None; a module works too
             ),
             evaluation_tracker=EvaluationTracker(output_dir=str(out_dir), save_details=False),
             model_config=TransformersModelConfig(
@@ -204,7 +212,7 @@ def run_pipeline(model_dir: Path, config, out_dir: Path):
     return pipeline, calls
 
 
-def _details(pipeline) -> dict[str, object]:
+def _details(pipeline: Pipeline) -> dict[str, DetailsLogger.Detail]:
     return {detail.doc.query: detail for detail in pipeline.get_details()[TASK_KEY]}
 
 
@@ -252,7 +260,7 @@ class Reference:
 
 
 @pytest.fixture(scope="module")
-def reference(tiny_model) -> dict[str, dict]:
+def reference(tiny_model: Path) -> dict[str, dict]:
     scorer = Reference(tiny_model)
     return {row["qID"]: scorer.score(row, FEWSHOT_PREFIX) for row in SCORED}
 
@@ -262,7 +270,7 @@ def runs(tiny_model, probe_config, tmp_path_factory):
     """Three runs on one model copy (one prediction cache): stock, patched, patched again."""
     model_dir = tmp_path_factory.mktemp("models") / "model"
     shutil.copytree(tiny_model, model_dir)
-    results = {}
+    results: dict[str, Any] = {}
     try:
         _stock_partial_scoring()
         results["stock"] = run_pipeline(model_dir, probe_config, tmp_path_factory.mktemp("out_stock"))
@@ -380,6 +388,7 @@ def test_one_shot_prompt_of_the_task(probe_config):
     for row in SCORED:
         contexts, rest, gold = expected_parts(row)
         doc, entry = by_query[contexts[gold]]
+        assert isinstance(entry, list), entry  # a partial-scoring doc: one request per context
         assert [fewshot.query + " " + fewshot.get_golds()[0].strip() for fewshot in doc.fewshot_samples] == [
             full_sentence(DEV_ROWS[0])
         ]
@@ -430,7 +439,7 @@ def test_direct_model_call_mixes_partial_and_plain_documents(tiny_model, suite_c
     _patched()
     try:
         model = TransformersModel(config)
-        model._cache = None
+        model._cache = None  # type: ignore[assignment]  # declared SampleCache; lighteval's @cached skips a None
         responses = model.loglikelihood(docs)
     finally:
         partial_scoring.restore()
