@@ -12,12 +12,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 import analysis.pipeline as pipeline
 from analysis.config import load_config
@@ -29,7 +30,8 @@ from finetasks_afr.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
 from finetasks_afr.cli import app
 
 CLI = Path(sys.executable).parent / "finetasks-afr"
-EVIL_LANGUAGE = "../../evil"
+EVIL_LANGUAGE = "../../evil"  # suites/cf/../../evil.txt: cf and mcf lists on one file
+ESCAPING_LANGUAGE = "../../../../escaped"  # suites/cf/../../../../escaped.txt: outside --out
 EVIL_TASK = "a/../../b"
 
 
@@ -74,10 +76,11 @@ def _write(table: pl.DataFrame, path: Path) -> Path:
 
 
 def _evil_table(demo_table: pl.DataFrame) -> pl.DataFrame:
-    """One language of the demo sweep, renamed `../../evil`, with the kept task demofacts_qaa_cf renamed."""
-    rows = demo_table.filter(pl.col("language") == "qaa")
+    """Two languages of the demo sweep renamed to path-like codes, and the kept task demofacts_qaa_cf renamed."""
+    rows = demo_table.filter(pl.col("language").is_in(["qaa", "qab"]))
+    languages = pl.col("language").replace({"qaa": EVIL_LANGUAGE, "qab": ESCAPING_LANGUAGE})
     renamed = pl.when(pl.col("task") == "demofacts_qaa_cf").then(pl.lit(EVIL_TASK)).otherwise(pl.col("task"))
-    return rows.with_columns(pl.lit(EVIL_LANGUAGE).alias("language"), renamed.alias("task"))
+    return rows.with_columns(languages.alias("language"), renamed.alias("task"))
 
 
 def _keeps_nothing(demo_table: pl.DataFrame) -> pl.DataFrame:
@@ -108,7 +111,8 @@ def test_check_inside_refuses_an_escaping_or_shared_path(tmp_path: Path) -> None
 
 
 def test_names_with_path_characters_stay_inside_out(tmp_path: Path, demo_table: pl.DataFrame) -> None:
-    """Before the fix the evil language wrote evil.txt two folders above suites/ (cf and mcf onto one file)."""
+    """Before the fix `../../evil` wrote its cf and mcf lists onto one out/evil.txt, and `../../../../escaped`
+    wrote a/escaped.txt, outside --out (exit 0)."""
     scores = _write(_evil_table(demo_table), tmp_path / "in" / "evil.parquet")
     out = tmp_path / "a" / "b" / "out"
     result = _invoke("select", str(scores), "--out", str(out), "--config", str(BUNDLED_CONFIG))
@@ -123,7 +127,9 @@ def test_names_with_path_characters_stay_inside_out(tmp_path: Path, demo_table: 
     page = f"report_{safe_file_name(EVIL_LANGUAGE)}.html"
     assert (out / page).is_file() and page in (out / "report.html").read_text()
     decisions = pl.read_csv(out / "decisions.csv")
-    assert set(decisions.get_column("language")) == {EVIL_LANGUAGE} and EVIL_TASK in decisions["task"].to_list()
+    assert set(decisions.get_column("language")) == {EVIL_LANGUAGE, ESCAPING_LANGUAGE}
+    assert EVIL_TASK in decisions["task"].to_list()
+    assert (out / "suites" / "cf" / f"{safe_file_name(ESCAPING_LANGUAGE)}.txt").is_file()
     assert not _leftovers(tmp_path)
 
 
@@ -231,7 +237,7 @@ def test_figure_workers_are_started_to_die_with_their_parent(tmp_path: Path, mon
         def __exit__(self, *exc: object) -> None:
             return None
 
-        def map(self, function, jobs):  # type: ignore[no-untyped-def]
+        def map(self, function: Callable[[Any], Path], jobs: list[Any]) -> Iterator[Path]:
             return map(function, jobs)
 
     monkeypatch.setattr(pipeline, "ProcessPoolExecutor", Recording)
@@ -311,7 +317,9 @@ def test_kill_leaves_all_old_or_all_new_and_no_orphan_workers(tmp_path: Path, de
     (parent pid 1) writing PNGs after the kill."""
     out = tmp_path / "D"
     config = ["--config", str(BUNDLED_CONFIG)]
-    first = subprocess.run([str(CLI), "select", str(BUNDLED_SWEEP), "--out", str(out)], capture_output=True)
+    first = subprocess.run(
+        [str(CLI), "select", str(BUNDLED_SWEEP), "--out", str(out), "--no-figures"], capture_output=True
+    )
     assert first.returncode == 0, first.stderr
     old = _state(out)
     new_table = _write(demo_table.filter(pl.col("language") != "qac"), tmp_path / "new.parquet")
@@ -319,6 +327,8 @@ def test_kill_leaves_all_old_or_all_new_and_no_orphan_workers(tmp_path: Path, de
     states = []
     for until, figures in ((1.0, False), (3.0, False), (60.0, True)):
         children = _kill_during(args, until, ".D.staging-*", tmp_path, figures)
+        if figures:  # killed while the figure workers draw: they are among the children
+            assert len(children) >= 2, children
         deadline = time.monotonic() + 3.0
         while any(map(_alive, children)) and time.monotonic() < deadline:
             time.sleep(0.1)
