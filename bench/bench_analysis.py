@@ -13,9 +13,15 @@ import multiprocessing as mp
 import resource
 import sys
 import time
+from collections.abc import Callable
+from multiprocessing.queues import Queue
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -32,13 +38,13 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _table(shape: dict):
+def _table(shape: dict) -> pl.DataFrame:
     from bench.synthetic import make_synthetic_table
 
     return make_synthetic_table(**shape)
 
 
-def _run_polars(shape: dict, repeats: int, queue) -> None:
+def _run_polars(shape: dict, repeats: int, queue: Queue[dict[str, Any]]) -> None:
 
     from analysis.aggregate import aggregate
     from analysis.config import load_config
@@ -75,7 +81,7 @@ def _run_polars(shape: dict, repeats: int, queue) -> None:
     )
 
 
-def _run_pandas(shape: dict, queue) -> None:
+def _run_pandas(shape: dict, queue: Queue[dict[str, Any]]) -> None:
     from analysis.config import load_config
     from bench.pandas_reference import compute_signal_reference
 
@@ -95,7 +101,7 @@ def _run_pandas(shape: dict, queue) -> None:
     )
 
 
-def _in_child(target, *args) -> dict:
+def _in_child(target: Callable[..., None], *args: Any) -> dict:
     context = mp.get_context("spawn")
     queue = context.Queue()
     process = context.Process(target=target, args=(*args, queue))

@@ -48,7 +48,9 @@ def sentence_ids(lm: rec.LoadedModel, n_tokens: int, seed: int = 0) -> list[int]
     return [lm.tokenizer.cls_token_id, *content, lm.tokenizer.sep_token_id]
 
 
-def time_once(lm: rec.LoadedModel, ids: list[int], positions: list[int], batched: bool, rows: int):
+def time_once(
+    lm: rec.LoadedModel, ids: list[int], positions: list[int], batched: bool, rows: int
+) -> tuple[float, np.ndarray]:
     """Seconds for one sentence's masked positions (the result comes back to the CPU, so CUDA is synchronised)."""
     start = time.perf_counter()
     log_probs = rec.masked_token_logprobs(

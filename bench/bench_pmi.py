@@ -88,7 +88,9 @@ def task_module(data_dir: Path, metric_names: tuple[str, ...]) -> types.ModuleTy
     return probe_task_module(data_dir, TASK, metric_names, "bench_pmi_tasks")
 
 
-def run_variant(model_dir: Path, data_dir: Path, out_dir: Path, metric_names, batch_size: int, max_length: int):
+def run_variant(
+    model_dir: Path, data_dir: Path, out_dir: Path, metric_names: tuple[str, ...], batch_size: int, max_length: int
+) -> tuple[list[tuple[int, int, float]], float, dict[str, float]]:
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
@@ -112,7 +114,8 @@ def run_variant(model_dir: Path, data_dir: Path, out_dir: Path, metric_names, ba
             tasks=f"{TASK}|0",
             pipeline_parameters=PipelineParameters(
                 launcher_type=ParallelismManager.ACCELERATE,
-                custom_tasks_directory=task_module(data_dir, metric_names),
+                # declared str | None; lighteval's Registry takes a module too
+                custom_tasks_directory=task_module(data_dir, metric_names),  # type: ignore[arg-type]
             ),
             evaluation_tracker=EvaluationTracker(output_dir=str(out_dir), save_details=False),
             model_config=TransformersModelConfig(

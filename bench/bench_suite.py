@@ -57,7 +57,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from unittest import mock
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -150,10 +152,13 @@ def _evaluate(spec: dict, engine: str) -> dict:
         rows_calls.append(rows)
         return original_rows(model, rows, **kwargs)
 
-    TransformersModel.prepare_batch_logprob = counted_prepare
     scoring.score_choices, scoring.score_rows = recorded_choices, recorded_rows
     try:
-        with custom_tasks_only(), quiet_progress_bars():
+        with (
+            mock.patch.object(TransformersModel, "prepare_batch_logprob", counted_prepare),
+            custom_tasks_only(),
+            quiet_progress_bars(),
+        ):
             started = time.perf_counter()
             pipeline = Pipeline(
                 tasks=",".join(f"{name}|0" for name in spec["tasks"]),
@@ -174,7 +179,6 @@ def _evaluate(spec: dict, engine: str) -> dict:
             evaluate_seconds = time.perf_counter() - started
             timer.remove()
     finally:
-        TransformersModel.prepare_batch_logprob = original_prepare
         scoring.score_choices, scoring.score_rows = original_choices, original_rows
     stats = dict(vars(scoring.STATS))
     results = pipeline.get_results()["results"]
@@ -237,7 +241,7 @@ def _bare(spec: dict) -> dict:
     chunks = {name: [group[i : i + size] for group in kinds for i in range(0, len(group), size)]
               for name, kinds in groups.items()}  # fmt: skip
     padded = {name: sum(len(chunk) * len(chunk[0][1]) for chunk in batches) for name, batches in chunks.items()}
-    layout = min(padded, key=padded.get)
+    layout = min(padded, key=padded.__getitem__)
     batches = []
     for batch in chunks[layout]:
         width, keep_width = len(batch[0][1]), max(len(targets) for _, _, targets in batch)
@@ -255,7 +259,7 @@ def _bare(spec: dict) -> dict:
             valid[row, : len(wanted)] = True
         batches.append((ids, mask, keep, targets, valid))
 
-    def one_pass(selected) -> float:
+    def one_pass(selected: Sequence[tuple[torch.Tensor, ...]]) -> float:
         total = 0.0
         with torch.inference_mode():
             for ids, mask, keep, targets, valid in selected:

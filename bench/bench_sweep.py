@@ -23,6 +23,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+if TYPE_CHECKING:
+    import polars as pl
 
 PROJECT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT))
@@ -72,21 +76,21 @@ def worker(demo: Path, run: str, engine: str, out_dir: Path) -> dict:
     }
 
 
-def _scores(out_dir: Path):
-    import polars as pl
-
+def _scores(out_dir: Path) -> pl.DataFrame:
     from finetasks_afr.sweep.collect import collect
 
     frame, _ = collect([out_dir])
     keys = ["run", "seed", "step", "task", "fewshot", "metric"]
-    return frame.select([*keys, "score"]).sort(keys), pl
+    return frame.select([*keys, "score"]).sort(keys)
 
 
 def compare(lighteval_dir: Path, finetasks_dir: Path) -> dict:
     """Both score tables must hold the same rows and the same scores (exactly, or 1e-9 relative for perplexities:
     the two engines share the rolling path, so they should be bit-equal too)."""
-    left, pl = _scores(lighteval_dir)
-    right, _ = _scores(finetasks_dir)
+    import polars as pl
+
+    left = _scores(lighteval_dir)
+    right = _scores(finetasks_dir)
     if left.height != right.height or left.drop("score").to_dicts() != right.drop("score").to_dicts():
         raise SystemExit(f"score tables differ in rows: lighteval {left.height}, finetasks {right.height}")
     joined = left.with_columns(right["score"].alias("ours"))
@@ -94,7 +98,8 @@ def compare(lighteval_dir: Path, finetasks_dir: Path) -> dict:
     differing = joined.filter(pl.col("diff") > 1e-9 * pl.col("score").abs().clip(lower_bound=1.0))
     if differing.height:
         raise SystemExit(f"scores differ between engines:\n{differing.head(20)}")
-    return {"rows": left.height, "max_abs_diff": float(joined["diff"].max() or 0.0)}
+    largest = cast(float | None, joined["diff"].max())  # a Float64 column: a float, or None when empty
+    return {"rows": left.height, "max_abs_diff": float(largest or 0.0)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ def bare_forward_seconds(
     sequences.sort(key=lambda item: -len(item[0]))
     batches = [sequences[i : i + batch_size] for i in range(0, len(sequences), batch_size)]
 
-    def one_pass(selected) -> None:
+    def one_pass(selected: list[list[tuple[list[int], int, list[int]]]]) -> None:
         with torch.no_grad():
             for batch in selected:
                 width = max(len(ids) for ids, _, _ in batch)
