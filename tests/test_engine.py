@@ -22,9 +22,15 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pytest
+
+if TYPE_CHECKING:
+    from lighteval.models.abstract_model import LightevalModel
+    from lighteval.models.transformers.transformers_model import TransformersModelConfig
+    from lighteval.pipeline import Pipeline
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -66,7 +72,7 @@ def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return mirror, model
 
 
-def _run(model, tasks: str, out: Path):
+def _run(model: LightevalModel, tasks: str, out: Path) -> Pipeline:
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
@@ -89,12 +95,13 @@ def _run(model, tasks: str, out: Path):
     return pipeline
 
 
-def _config(model_dir: Path):
+def _config(model_dir: Path) -> TransformersModelConfig:
+    from lighteval.models.model_input import GenerationParameters
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
     return TransformersModelConfig(
         model_name=str(model_dir), device="cpu", batch_size=16, max_length=MAX_LENGTH, dtype="float32",
-        generation_parameters={"max_new_tokens": 8},
+        generation_parameters=GenerationParameters(max_new_tokens=8),
     )  # fmt: skip
 
 
@@ -224,6 +231,7 @@ def test_lighteval_s_custom_loader_picks_the_engine(setup, monkeypatch):
     config = CustomModelConfig(
         model_name=str(model_dir), model_definition_file_path=str(PROJECT / "finetasks_afr" / "lighteval_model.py")
     )
-    model = load_model(config=config)
+    # lighteval loads its own copy of the class from the file (another class object, hence the name check)
+    model = cast(FinetasksEngineModel, load_model(config=config))
     assert type(model).__name__ == FinetasksEngineModel.__name__
     assert model.max_length == MAX_LENGTH and model.config.batch_size == 16 and str(model.device) == "cpu"

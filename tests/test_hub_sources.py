@@ -169,7 +169,7 @@ def _card_splits(card: dict[str, Any], config: str, revision: str | None) -> set
         return set(entry["splits"])
     splits = card.get("splits")
     if isinstance(splits, dict):
-        return set(splits.get(config, splits.get("default", [])))
+        return set(splits[config] if config in splits else splits.get("default", []))
     if isinstance(splits, list):
         return set(splits)
     per_config = (card.get("configs") or {}).get(config)

@@ -40,7 +40,7 @@ def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
     return mirror, model
 
 
-def test_lighteval_accelerate_cli_reports_every_metric(setup, tmp_path: Path):
+def test_lighteval_accelerate_cli_reports_every_metric(setup: tuple[Path, Path], tmp_path: Path) -> None:
     mirror, model = setup
     env = os.environ | {
         "FINETASKS_AFR_DATA_DIR": str(mirror),
@@ -88,7 +88,9 @@ def test_no_task_name_collides_with_lighteval_builtins(setup):
     assert set(TASK_INFO) <= set(configs)
 
 
-def test_python_api_runs_the_suite_module(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_python_api_runs_the_suite_module(
+    setup: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same tasks through lighteval's Python API (Pipeline), as the sweeps will call it."""
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModelConfig

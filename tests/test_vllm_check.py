@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import inspect
 import math
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +25,7 @@ SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_vllm.py"
 @pytest.fixture(scope="module")
 def check():
     spec = importlib.util.spec_from_file_location("check_vllm", SCRIPT)
+    assert spec is not None and spec.loader is not None, SCRIPT
     module = importlib.util.module_from_spec(spec)
     sys.modules["check_vllm"] = module  # dataclasses look their module up
     try:
@@ -284,7 +287,7 @@ def test_llm_subclass_bridges_swap_space_and_prompt_token_ids(clean_shims, monke
     monkeypatch.setattr(compat_vllm._STATE, "active", {compat_vllm.SHIM_SWAP_SPACE, compat_vllm.SHIM_GENERATE})
     cls = compat_vllm.compat_llm_class(FakeLLM)
     assert issubclass(cls, FakeLLM) and compat_vllm.compat_llm_class(cls) is cls
-    llm = cls("m", swap_space=4, seed=1)
+    llm: Any = cls("m", swap_space=4, seed=1)  # its generate() takes prompt_token_ids, FakeLLM's does not
     assert llm.kwargs == {"seed": 1}
     prompts, params, _ = llm.generate(prompt_token_ids=[[1, 2], [3]], sampling_params="p", use_tqdm=True)
     assert prompts == [{"prompt_token_ids": [1, 2]}, {"prompt_token_ids": [3]}] and params == "p"
@@ -323,4 +326,4 @@ def test_is_package_available_answers_for_vllm_only(clean_shims, monkeypatch):
     assert wrapped("vllm") is True
     assert wrapped(type("Requirement", (), {"name": "vllm"})()) is True
     assert wrapped("ray") is False and seen == ["ray"]
-    assert wrapped.__wrapped__ is original
+    assert inspect.unwrap(wrapped) is original

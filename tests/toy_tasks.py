@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 from analysis.table import TaskInfo
 
@@ -41,7 +42,7 @@ def _tasks():
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
     from lighteval.tasks.requests import Doc
 
-    def prompt(line, task_name: str):
+    def prompt(line: dict[str, Any], task_name: str) -> Doc:
         return Doc(task_name=task_name, query=line["query"], choices=[" " + c for c in line["choices"]],
                    gold_index=line["gold"])  # fmt: skip
 
