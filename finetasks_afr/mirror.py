@@ -407,7 +407,8 @@ def mirror_from_hub(
                 failed = True
                 break
             loaded_splits[name] = {split: loaded[split] for split in loaded}
-            features[name] = next(iter(loaded.values())).features._to_yaml_list() if len(loaded) else []
+            for split in loaded:
+                features[name] = loaded[split].features._to_yaml_list()
             done += 1
             if progress:
                 progress(done, total, f"{key}/{name}")
