@@ -221,7 +221,8 @@ def _consistency_sections(
     result: Analysis, config: Config, load_report: LoadReport, out_dir: Path
 ) -> tuple[dict, dict]:
     """({language: rows} of report.md, {language: rows} of the HTML pages) of the consistency section."""
-    args = (result.selection, config, load_report, result.ranking, {}, out_dir)
+    no_figures: dict[str, Path] = {}
+    args = (result.selection, config, load_report, result.ranking, no_figures, out_dir)
     markdown, pages = render_report(*args), render_html_report(*args)
     languages = sorted(result.selection.decisions.get_column("language").unique().to_list())
     html = {language: _parse(pages[html_page_name(language)]).tables["consistency"] for language in languages}
