@@ -160,13 +160,15 @@ _OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv"
 def output_directory(out_dir: Path) -> Iterator[Path]:
     """`staged_directory(out_dir)`, accepting an output of an older finetasks-afr (made before the marker).
 
-    A directory whose every entry is a name `select` or `aggregate` writes is such an output (a resumed demo
-    has one): it gets the marker and is replaced whole like any other. Any other non-empty directory is refused
+    A directory holding `decisions.csv` or `ranking.csv` and otherwise only names `select` or `aggregate`
+    write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other. Any other non-empty directory is refused
     by `staged_directory` with `OutputDirectoryError`.
     """
     if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
         entries = list(out_dir.iterdir())
-        if entries and all(any(fnmatch(e.name, pattern) for pattern in _OUTPUT_NAMES) for e in entries):
+        names = {entry.name for entry in entries}
+        ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
+        if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
             (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
     with staged_directory(out_dir) as staging:
         yield staging

@@ -178,6 +178,17 @@ def test_a_folder_finetasks_did_not_make_is_refused(tmp_path: Path, command: str
     assert not _leftovers(tmp_path)
 
 
+def test_a_folder_of_only_figures_is_not_taken_for_an_older_output(tmp_path: Path) -> None:
+    """Adoption needs decisions.csv or ranking.csv: a user's own figures/ folder is never replaced."""
+    out = tmp_path / "mine"
+    (out / "figures").mkdir(parents=True)
+    (out / "figures" / "poster.png").write_bytes(b"mine")
+    result = _invoke("select", str(BUNDLED_SWEEP), "--out", str(out), "--no-figures")
+    assert result.exit_code == 2, result.output
+    assert "did not write" in " ".join(result.output.split())
+    assert (out / "figures" / "poster.png").read_bytes() == b"mine"
+
+
 def test_an_output_of_an_older_version_is_adopted(tmp_path: Path) -> None:
     """A directory with only names select writes (an older run, before the marker file) is replaced, not refused:
     a resumed demo has out/demo/selection from an older version."""
