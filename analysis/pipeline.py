@@ -161,8 +161,8 @@ def output_directory(out_dir: Path) -> Iterator[Path]:
     """`staged_directory(out_dir)`, accepting an output of an older finetasks-afr (made before the marker).
 
     A directory holding `decisions.csv` or `ranking.csv` and otherwise only names `select` or `aggregate`
-    write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other. Any other non-empty directory is refused
-    by `staged_directory` with `OutputDirectoryError`.
+    write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other.
+    Any other non-empty directory is refused by `staged_directory` with `OutputDirectoryError`.
     """
     if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
         entries = list(out_dir.iterdir())
