@@ -182,7 +182,8 @@ class CausalLMTeacher:
         self.device = device
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).to(device).eval()
+        loaded = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+        self.model = loaded.to(device).eval()  # type: ignore[arg-type]  # transformers types .to as unbound
         self.max_length = max_length or _model_max_length(self.model.config, self.tokenizer, model)
 
     def paragraph_perplexities(self, paragraphs: Sequence[str]) -> list[float | None]:
@@ -308,7 +309,7 @@ def prepare_document(
     counts.stats["key_source_paragraphs"] += len(keys)
     embeddings = embedder.embed([*document.source, *document.target])
     pairs = align(embeddings[: len(document.source)], embeddings[len(document.source) :], sorted(keys))
-    alignment = []
+    alignment: list[dict[str, Any]] = []  # the prepared file's alignment records (schema: docs/longppl-schema.md)
     for source_index, target_index, cosine in pairs:
         if cosine < threshold:
             counts.stats["below_threshold"] += 1

@@ -197,7 +197,7 @@ def load_model(
         raise RecommendError(f"cannot load model {name_or_path!r} as {where}: {error}") from error
     if kind == MASKED and tokenizer.mask_token_id is None:
         raise RecommendError(f"{name_or_path}: the tokenizer has no mask token, so KPPPL cannot be computed")
-    model.to(device)
+    model.to(device)  # type: ignore[arg-type]  # transformers types .to as unbound
     model.eval()
     length = max_length or usable_length(model, tokenizer)
     if length < 2:
@@ -569,7 +569,9 @@ class Recommendation:
         return [result for result in self.results if result.kind == kind]
 
 
-def score_model(lm: LoadedModel, texts: Sequence[str], settings: Settings, progress=None) -> SentenceScores:
+def score_model(
+    lm: LoadedModel, texts: Sequence[str], settings: Settings, progress: Callable[[int], None] | None = None
+) -> SentenceScores:
     """Per-sentence sums for one loaded model (KPPPL for masked, NLL per token and byte for causal)."""
     if lm.kind == MASKED:
         return score_masked(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -175,15 +175,15 @@ def _warn_incomplete(table: Path, held: list) -> None:
     )
 
 
-def _collect_into(roots: Path | list[Path], target: Path, **options) -> None:
-    from analysis.table import write_scores
+def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> None:
+    from analysis.table import ScoreTableError, write_scores
     from finetasks_afr.sweep.collect import CollectError, collect
 
     try:
         frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
-    except CollectError as error:
+        write_scores(frame, target)
+    except (CollectError, ScoreTableError) as error:
         raise fail(str(error)) from error
-    write_scores(frame, target)
     console.print(report.summary())
     console.print(f"[green]wrote[/] {target}")
 

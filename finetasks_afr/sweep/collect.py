@@ -96,7 +96,8 @@ def _checkpoint_from_config(path: Path, data: dict, tokens_per_step: int | None)
     general = data.get("config_general")
     if not isinstance(general, dict):
         raise CollectError(f"{path}: no config_general; not a lighteval results file")
-    model_config = general.get("model_config") if isinstance(general.get("model_config"), dict) else {}
+    found = general.get("model_config")
+    model_config: dict[str, Any] = found if isinstance(found, dict) else {}
     model_name = general.get("model_name") or model_config.get("model_name")
     if not isinstance(model_name, str) or not model_name:
         raise CollectError(f"{path}: config_general has no model_name; cannot tell which checkpoint this is")

@@ -72,7 +72,14 @@ class Checkpoint:
 
     @classmethod
     def from_json(cls, data: dict) -> Checkpoint:
-        return cls(**{k: data.get(k) for k in ("run", "seed", "step", "tokens", "path", "revision")})
+        return cls(
+            run=str(data["run"]),
+            seed=data.get("seed"),
+            step=int(data["step"]),
+            tokens=data.get("tokens"),
+            path=str(data["path"]),
+            revision=data.get("revision"),
+        )
 
 
 def _safe(name: str) -> str:
@@ -179,7 +186,8 @@ def _run_dirs(root: Path, depth: int = 2) -> list[Path]:
 def _local_checkpoints(
     folders: Iterable[Path], run: str, seed: int | None, tokens_per_step: int | None, source: str
 ) -> tuple[list[Checkpoint], list[Incomplete]]:
-    found, incomplete = [], []
+    found: list[Checkpoint] = []
+    incomplete: list[Incomplete] = []
     for folder in sorted(folders):
         step = step_of(folder)
         if step is None:
@@ -194,7 +202,9 @@ def _local_checkpoints(
     return found, incomplete
 
 
-def _from_directory(root: Path, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str):
+def _from_directory(
+    root: Path, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str
+) -> tuple[list[Checkpoint], list[Incomplete]]:
     run_dirs = _run_dirs(root)
     if not run_dirs:
         raise DiscoveryError(
@@ -206,7 +216,8 @@ def _from_directory(root: Path, name: tuple[str, int | None] | None, tokens_per_
             f"{source}: a run name was given but {len(run_dirs)} run directories were found "
             f"({', '.join(str(d) for d in run_dirs[:3])}, ...); fix: name each run directory separately"
         )
-    found, incomplete = [], []
+    found: list[Checkpoint] = []
+    incomplete: list[Incomplete] = []
     for run_dir in run_dirs:
         run, seed = name if name is not None else run_identity(run_dir)
         folders = [child for child in run_dir.iterdir() if is_checkpoint_dir(child)]
@@ -216,11 +227,14 @@ def _from_directory(root: Path, name: tuple[str, int | None] | None, tokens_per_
     return found, incomplete
 
 
-def _from_glob(pattern: str, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str):
+def _from_glob(
+    pattern: str, name: tuple[str, int | None] | None, tokens_per_step: int | None, source: str
+) -> tuple[list[Checkpoint], list[Incomplete]]:
     folders = [Path(p) for p in glob.glob(pattern) if Path(p).is_dir()]  # noqa: PTH207 (absolute patterns)
     if not folders:
         raise DiscoveryError(f"{source}: the glob matches no directory; fix: check the pattern (quote it in the shell)")
-    found, incomplete = [], []
+    found: list[Checkpoint] = []
+    incomplete: list[Incomplete] = []
     by_parent: dict[Path, list[Path]] = {}
     for folder in folders:
         by_parent.setdefault(folder.parent, []).append(folder)

@@ -28,11 +28,14 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.io import atomic_write_text
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
+
+if TYPE_CHECKING:  # lighteval is imported only when a worker evaluates
+    from lighteval.models.abstract_model import LightevalModel, ModelConfig
 
 BACKENDS = ("accelerate", "vllm")
 ENGINES = ("finetasks", "lighteval")  # = finetasks_afr.engine.ENGINES (not imported: it loads lighteval)
@@ -468,16 +471,20 @@ class Evaluator:
         pipeline.evaluation_tracker = None
         pipeline.final_dict = None
 
-    def _load_model(self, checkpoint: Checkpoint):
+    def _load_model(self, checkpoint: Checkpoint) -> LightevalModel:
         if self.spec.backend == "accelerate" and self.spec.engine == "finetasks":
+            from lighteval.models.transformers.transformers_model import TransformersModelConfig
+
             from finetasks_afr.engine import SharedPrefixModel
 
-            return SharedPrefixModel(self._model_config(checkpoint))
+            config = self._model_config(checkpoint)
+            assert isinstance(config, TransformersModelConfig)  # the accelerate backend's config
+            return SharedPrefixModel(config)
         from lighteval.models.model_loader import load_model
 
         return load_model(config=self._model_config(checkpoint))
 
-    def _model_config(self, checkpoint: Checkpoint):
+    def _model_config(self, checkpoint: Checkpoint) -> ModelConfig:
         spec = self.spec
         common: dict[str, Any] = {"model_name": checkpoint.path}
         if checkpoint.revision:
@@ -487,8 +494,12 @@ class Evaluator:
         if spec.backend == "vllm":
             from lighteval.models.vllm.vllm_model import VLLMModelConfig
 
-            extra = {"max_model_length": spec.max_length} if spec.max_length else {}
-            return VLLMModelConfig(**common, **({"dtype": spec.dtype} if spec.dtype else {}), **extra)
+            options: dict[str, Any] = dict(common)
+            if spec.max_length:
+                options["max_model_length"] = spec.max_length
+            if spec.dtype:
+                options["dtype"] = spec.dtype
+            return VLLMModelConfig(**options)
         from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
         return TransformersModelConfig(

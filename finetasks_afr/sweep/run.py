@@ -20,6 +20,8 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -30,6 +32,9 @@ from analysis.processes import die_with_parent
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, check_tasks, evaluate_shard
 from finetasks_afr.sweep.store import SweepStore
+
+if TYPE_CHECKING:
+    import submitit
 
 EXECUTORS = ("local", "slurm", "submitit-local")
 
@@ -158,8 +163,10 @@ class _Progress:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.progress.__exit__(kind, error, trace)
 
     def started(self, checkpoint: Checkpoint) -> None:
         self.progress.update(self.checkpoint_bar, description=f"checkpoints (now {checkpoint.label})")
@@ -314,7 +321,7 @@ def _submitit_shard(spec_json: dict, checkpoints_json: list[dict]) -> dict:
     return {"outcomes": [o.to_json() for o in outcomes], "startup": startup}
 
 
-def make_submitit_executor(folder: Path, options: SlurmOptions, cluster: str):
+def make_submitit_executor(folder: Path, options: SlurmOptions, cluster: str) -> submitit.AutoExecutor:
     import submitit
 
     executor = submitit.AutoExecutor(folder=str(folder), cluster="local" if cluster == "submitit-local" else "slurm")
