@@ -65,7 +65,7 @@ def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[
         shared_data,
         mirror,
         datasets=["sib200", "belebele", "winogrande_afr", "afriqa", "afrisenti", "masakhanews"],
-        configs=["yor_Latn", "zul_Latn", "zu", "winogrande_zu", "hau", "yor"],
+        configs=["yor_Latn", "zul_Latn", "winogrande_zu", "hau", "yor"],
     )
     corpus = [line.strip() for line in (shared_data / "sib200" / "yor_Latn" / "train.tsv").open(encoding="utf-8")]
     model = make_tiny_causal_lm(root / "model", corpus[:300], seed=1)

@@ -373,7 +373,7 @@ def test_cli_end_to_end(tmp_path: Path, masked_dir: Path, causal_dir: Path) -> N
     ("extra", "message"),
     [
         ([], "no text to score"),
-        (["--text", "a b", "--out", "x.txt"], "use a .csv or .json"),
+        (["--text", "a b", "--out", "x.txt"], "must end in .csv or .json"),
         (["--text", "a b", "--fraction", "0"], "mask fraction must lie in"),
         (["--text", "a b", "--texts", "nope:x"], "no text field known"),
         (["--text", "a b", "--reference", "missing.csv"], "cannot read reference file"),
