@@ -11,7 +11,10 @@ import math
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import TypedDict
 
 import pytest
 
@@ -265,7 +268,7 @@ def test_corpus_for_mix_follows_the_shares(world: World) -> None:
 
 
 @pytest.fixture(scope="module")
-def tasks_module(world: World):
+def tasks_module(world: World) -> Iterator[ModuleType]:
     mp = pytest.MonkeyPatch()
     mp.setenv("FINETASKS_AFR_DEMO_WORLD", str(world.root))
     import finetasks_afr.demo.tasks as module
@@ -277,7 +280,7 @@ def tasks_module(world: World):
 
 
 @pytest.mark.slow
-def test_task_info_covers_the_table(tasks_module, world: World) -> None:
+def test_task_info_covers_the_table(tasks_module: ModuleType, world: World) -> None:
     from analysis.table import CATEGORIES, FORMULATIONS
     from finetasks_afr.benchmarks import perplexity
 
@@ -296,7 +299,7 @@ def test_task_info_covers_the_table(tasks_module, world: World) -> None:
 
 
 @pytest.mark.slow
-def test_metrics_and_splits(tasks_module) -> None:
+def test_metrics_and_splits(tasks_module: ModuleType) -> None:
     for config in tasks_module.TASKS_TABLE:
         metrics = [metric.metric_name for metric in config.metrics]
         assert tuple(config.evaluation_splits) == ("test",)
@@ -313,7 +316,7 @@ def test_metrics_and_splits(tasks_module) -> None:
 
 
 @pytest.mark.slow
-def test_perplexity_docs_loaded_by_lighteval(tasks_module, world: World) -> None:
+def test_perplexity_docs_loaded_by_lighteval(tasks_module: ModuleType, world: World) -> None:
     """lighteval's own loading (the local dataset folder, offline) gives one Doc per held-out sentence: the
     sentence is the query, nothing else is scored or counted."""
     from lighteval.tasks.lighteval_task import LightevalTask
@@ -326,7 +329,7 @@ def test_perplexity_docs_loaded_by_lighteval(tasks_module, world: World) -> None
 
 
 @pytest.mark.slow
-def test_prompt_functions_build_docs_from_real_rows(tasks_module, world: World) -> None:
+def test_prompt_functions_build_docs_from_real_rows(tasks_module: ModuleType, world: World) -> None:
     by_name = {task.name: task for task in world.tasks}
     for config in tasks_module.TASKS_TABLE:
         task = by_name[config.name]
@@ -351,7 +354,7 @@ def test_prompt_functions_build_docs_from_real_rows(tasks_module, world: World) 
 
 
 @pytest.mark.slow
-def test_module_imports_without_a_world(tasks_module, tmp_path: Path) -> None:
+def test_module_imports_without_a_world(tasks_module: ModuleType, tmp_path: Path) -> None:
     mp = pytest.MonkeyPatch()
     mp.delenv("FINETASKS_AFR_DEMO_WORLD", raising=False)
     try:
@@ -369,6 +372,16 @@ def test_module_imports_without_a_world(tasks_module, tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------- training
 
 
+class TrainSettings(TypedDict):
+    """The keyword arguments of `train_run` the training test sets (a short run)."""
+
+    steps: int
+    save_every: int
+    first_save: int
+    seq_len: int
+    batch_size: int
+
+
 @pytest.mark.slow
 def test_short_training_writes_standard_checkpoints(tmp_path: Path) -> None:
     from finetasks_afr.demo.train import train_run, train_tokenizer
@@ -376,7 +389,7 @@ def test_short_training_writes_standard_checkpoints(tmp_path: Path) -> None:
     small = build_world(tmp_path / "w", docs_per_language=300)
     tokenizer_dir = train_tokenizer(small)
     assert (tokenizer_dir / "tokenizer.json").is_file()
-    settings = {"steps": 6, "save_every": 3, "first_save": 1, "seq_len": 32, "batch_size": 4}
+    settings = TrainSettings(steps=6, save_every=3, first_save=1, seq_len=32, batch_size=4)
     out = train_run(small, "mix-a", 0, tmp_path / "run", **settings)
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-3", "checkpoint-6"]
     for step in (1, 3, 6):

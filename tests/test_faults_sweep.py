@@ -71,7 +71,7 @@ def _dataset(directory: Path, split: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict:
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from finetasks_afr.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("faults-sweep")
@@ -83,11 +83,11 @@ def world(tmp_path_factory) -> dict:
     runs = root / "runs"
     for step in (1, 2):
         make_tiny_causal_lm(runs / "mix" / f"checkpoint-{step}", corpus, seed=step, vocab_size=300, hidden_size=32)
-    return {"root": root, "runs": runs, "module": str(module), "broken": broken}
+    return {"root": root, "runs": runs, "module": module, "broken": broken}
 
 
-def sweep(world: dict, out: Path, *extra: str, tasks: str = GOOD) -> tuple[int, str]:
-    args = ["sweep", str(world["runs"]), "--tasks", tasks, "--out", str(out), "--custom-tasks", world["module"]]
+def sweep(world: dict[str, Path], out: Path, *extra: str, tasks: str = GOOD) -> tuple[int, str]:
+    args = ["sweep", str(world["runs"]), "--tasks", tasks, "--out", str(out), "--custom-tasks", str(world["module"])]
     result = CliRunner().invoke(app, [*args, "--max-length", "128", *extra])
     return result.exit_code, " ".join(result.output.split())
 
@@ -183,7 +183,7 @@ def _alive(pid: int) -> bool:
 def test_killing_the_parent_of_two_workers_ends_both_workers(world, tmp_path):
     out = tmp_path / "sweep"
     command = [str(Path(sys.executable).parent / "finetasks-afr"), "sweep", str(world["runs"]), "--tasks", GOOD,
-               "--out", str(out), "--custom-tasks", world["module"], "--workers", "2", "--no-collect"]  # fmt: skip
+               "--out", str(out), "--custom-tasks", str(world["module"]), "--workers", "2", "--no-collect"]  # fmt: skip
     env = os.environ | {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     parent = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60

@@ -12,7 +12,9 @@ import copy
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -34,6 +36,9 @@ from finetasks_afr.longppl import (  # noqa: E402
     select_key,
     split_paragraphs,
 )
+
+if TYPE_CHECKING:
+    from analysis.table import TaskInfo
 
 CORPUS = [f"Paragraph {i} tells of the river, the market and the town number {i}." for i in range(40)]
 
@@ -68,7 +73,7 @@ def embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def task_info_snapshot():
+def task_info_snapshot() -> Iterator[dict[str, TaskInfo]]:
     """Task tables register metadata in the shared TASK_INFO: put it back after each test."""
     from finetasks_afr.benchmarks.common import TASK_INFO
 
@@ -110,7 +115,7 @@ def test_split_paragraphs_on_blank_lines():
     assert split_paragraphs("a b\nc\n\n  d \n \t\n\n\ne\r\n\r\nf\n") == ["a b\nc", "d", "e", "f"]
 
 
-def test_read_documents_accepts_lists_and_strings(tmp_path: Path):
+def test_read_documents_accepts_lists_and_strings(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl"
     rows = [
         {"id": "a", "source_lang": "eng", "target_lang": "yor", "source": ["s0", " s1 "], "target": "t0\n\nt1"},
@@ -141,7 +146,7 @@ GOOD_ROW = {"id": "a", "source_lang": "eng", "target_lang": "yor", "source": ["s
         ([], ": no documents"),
     ],
 )
-def test_read_documents_errors_name_line_and_field(tmp_path: Path, rows: list, message: str):
+def test_read_documents_errors_name_line_and_field(tmp_path: Path, rows: list, message: str) -> None:
     path = tmp_path / "docs.jsonl"
     path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
     with pytest.raises(LongPPLInputError) as error:
@@ -183,7 +188,7 @@ def _hand_perplexities(model_dir: Path, paragraphs: list[str], max_length: int) 
 
 
 @pytest.mark.parametrize("max_length", [512, 40, 12])
-def test_teacher_perplexities_equal_a_forward_pass_by_hand(teacher_dir: Path, max_length: int):
+def test_teacher_perplexities_equal_a_forward_pass_by_hand(teacher_dir: Path, max_length: int) -> None:
     paragraphs = [CORPUS[0], CORPUS[1][:30], CORPUS[2], "x", CORPUS[3] + " " + CORPUS[4]]
     teacher = longppl.CausalLMTeacher(str(teacher_dir), max_length=max_length)
     got = teacher.paragraph_perplexities(paragraphs)
@@ -191,13 +196,14 @@ def test_teacher_perplexities_equal_a_forward_pass_by_hand(teacher_dir: Path, ma
     assert got[0] is None and expected[0] is None
     for value, reference in zip(got[1:], expected[1:], strict=True):
         assert value == pytest.approx(reference, rel=1e-5)
-        assert value > 1
+        assert value is not None and value > 1
     if max_length == 12:  # windows matter: a longer window gives the long paragraphs other perplexities
         wide = longppl.CausalLMTeacher(str(teacher_dir), max_length=512).paragraph_perplexities(paragraphs)
+        assert wide[4] is not None and got[4] is not None
         assert abs(wide[4] - got[4]) > 1e-3
 
 
-def test_teacher_max_length_defaults_to_the_model(teacher_dir: Path):
+def test_teacher_max_length_defaults_to_the_model(teacher_dir: Path) -> None:
     assert longppl.CausalLMTeacher(str(teacher_dir)).max_length == 512
 
 
@@ -231,7 +237,7 @@ def _document(doc_id: str, n: int) -> ParallelDocument:
     return ParallelDocument(doc_id, "eng", "yor", source, target)
 
 
-def test_prepare_threshold_skips_and_counts(tmp_path: Path):
+def test_prepare_threshold_skips_and_counts(tmp_path: Path) -> None:
     """Cosines set exactly by hand: 0.5 (the default threshold) is kept, 0.4988 is not; a document whose key
     paragraphs all fail is skipped and counted; an alignment onto target paragraph 0 is dropped and counted."""
     documents = [_document("a", 4), _document("b", 3), _document("c", 3), _document("d", 1)]
@@ -278,7 +284,7 @@ def test_prepare_threshold_skips_and_counts(tmp_path: Path):
     assert lower.skipped["no_aligned_key"] == 0
 
 
-def test_prepare_with_nothing_aligned_writes_nothing(tmp_path: Path):
+def test_prepare_with_nothing_aligned_writes_nothing(tmp_path: Path) -> None:
     teacher = FakeTeacher({"a s0": [None, 2.0]})
     vectors = {"a s0": [1.0, 0.0], "a s1": [1.0, 0.0], "a t0": [1.0, 0.0], "a t1": [0.0, 1.0]}
     with pytest.raises(LongPPLFileError, match="no document of 1 has an aligned key paragraph"):
@@ -286,7 +292,9 @@ def test_prepare_with_nothing_aligned_writes_nothing(tmp_path: Path):
     assert not (tmp_path / "out").exists()
 
 
-def test_prepare_with_real_models_aligns_identical_paragraphs(tmp_path: Path, teacher_dir: Path, embedder_dir: Path):
+def test_prepare_with_real_models_aligns_identical_paragraphs(
+    tmp_path: Path, teacher_dir: Path, embedder_dir: Path
+) -> None:
     """Identical source and target paragraphs: the tiny encoder gives cosine 1 with the paragraph itself."""
     documents = [
         ParallelDocument(f"d{j}", "eng", "yor", CORPUS[5 * j : 5 * j + 5], CORPUS[5 * j : 5 * j + 5]) for j in range(3)
@@ -341,7 +349,7 @@ def _valid_payload() -> dict:
     }
 
 
-def _set(payload: dict, path: str, value) -> dict:
+def _set(payload: dict, path: str, value: object) -> dict:
     """Set (or delete, value=...) the field at a dotted path with [i] indices."""
     parts = path.replace("[", ".").replace("]", "").split(".")
     target = payload
@@ -387,7 +395,7 @@ def _set(payload: dict, path: str, value) -> dict:
         ("documents[0].source_lang", ..., "documents[0].source_lang: expected a value (field missing)"),
     ],
 )
-def test_schema_errors_name_the_file_and_field(tmp_path: Path, field: str, value, message: str):
+def test_schema_errors_name_the_file_and_field(tmp_path: Path, field: str, value: object, message: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(_set(_valid_payload(), field, value)), encoding="utf-8")
     with pytest.raises(LongPPLFileError) as error:
@@ -396,7 +404,7 @@ def test_schema_errors_name_the_file_and_field(tmp_path: Path, field: str, value
     assert message in str(error.value), str(error.value)
 
 
-def test_schema_accepts_the_documented_example_and_rejects_non_json(tmp_path: Path):
+def test_schema_accepts_the_documented_example_and_rejects_non_json(tmp_path: Path) -> None:
     path = tmp_path / "good.json"
     path.write_text(json.dumps(_valid_payload()), encoding="utf-8")
     prepared = load_longppl_file(path)
@@ -408,7 +416,7 @@ def test_schema_accepts_the_documented_example_and_rejects_non_json(tmp_path: Pa
         load_longppl_file(tmp_path / "missing.json")
 
 
-def test_schema_doc_example_is_valid(tmp_path: Path):
+def test_schema_doc_example_is_valid(tmp_path: Path) -> None:
     """The example in docs/longppl-schema.md passes validation (the doc cannot drift from the code)."""
     text = (Path(__file__).resolve().parent.parent / "docs" / "longppl-schema.md").read_text(encoding="utf-8")
     example = text.split("<!-- example -->")[1].split("```json")[1].split("```")[0]
@@ -428,7 +436,9 @@ def test_task_rows_hold_the_whole_preceding_document():
     assert [row["document_id"] for row in rows] == ["d0", "d0", "d1"]
 
 
-def test_regenerated_data_is_not_served_stale_by_the_datasets_cache(tmp_path: Path, task_info_snapshot):
+def test_regenerated_data_is_not_served_stale_by_the_datasets_cache(
+    tmp_path: Path, task_info_snapshot: dict[str, TaskInfo]
+) -> None:
     """`datasets` caches a local folder by name/config/relative file paths: the digest in the data file's name
     is what makes a regenerated file load its new rows (and change the task's version for lighteval's cache)."""
     import datasets
@@ -455,7 +465,9 @@ def test_regenerated_data_is_not_served_stale_by_the_datasets_cache(tmp_path: Pa
 # --------------------------------------------------------------------------------------------- task table
 
 
-def test_tasks_one_per_prepared_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_info_snapshot):
+def test_tasks_one_per_prepared_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, task_info_snapshot: dict[str, TaskInfo]
+) -> None:
     from finetasks_afr.benchmarks import longppl as family
 
     monkeypatch.delenv(longppl.DIR_ENV, raising=False)
@@ -526,7 +538,7 @@ def test_analysis_treats_longppl_as_lower_is_better():
 # -------------------------------------------------------------------------------------------------- CLI
 
 
-def test_cli_prepare_writes_and_summarises(tmp_path: Path, teacher_dir: Path, embedder_dir: Path):
+def test_cli_prepare_writes_and_summarises(tmp_path: Path, teacher_dir: Path, embedder_dir: Path) -> None:
     from typer.testing import CliRunner
 
     from finetasks_afr.cli.longppl import longppl_app as app

@@ -92,8 +92,9 @@ def reference(model_dir: Path, payload: dict, max_length: int) -> tuple[float, i
 
 
 @pytest.mark.parametrize("max_length", [512, 40])
-def test_pipeline_longppl_equals_direct_recomputation(setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      max_length: int):  # fmt: skip
+def test_pipeline_longppl_equals_direct_recomputation(
+    setup: tuple[Path, Path, Path, dict], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_length: int
+) -> None:
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters

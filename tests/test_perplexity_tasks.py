@@ -23,6 +23,7 @@ import types
 import unicodedata
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
@@ -38,6 +39,12 @@ from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, clean  # no
 from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in  # noqa: E402
 from finetasks_afr.scoring import prefix_token_id, rolling_windows, text_rows, window_stride  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
+
+if TYPE_CHECKING:
+    import torch
+    from lighteval.pipeline import Pipeline
+    from lighteval.tasks.lighteval_task import LightevalTaskConfig
+    from lighteval.tasks.requests import Doc
 
 TOL = 1e-5
 MAX_LENGTH = 32  # smaller than the longest probe text in tokens: the rolling windows are exercised
@@ -95,7 +102,7 @@ def _units(text: str) -> tuple[int, int]:
     return len(text.split(" ")), len(text.encode("utf-8"))
 
 
-def _lighteval_units(doc) -> tuple[int, int]:
+def _lighteval_units(doc: Doc) -> tuple[int, int]:
     from lighteval.metrics.sample_preparator import PerplexityPreparator
     from lighteval.models.model_output import ModelResponse
 
@@ -108,6 +115,7 @@ def _lighteval_units(doc) -> tuple[int, int]:
 def test_text_prompt_cleans_and_counts_what_it_scores():
     prompt = perplexity.text_prompt("flores_ppl_probe", "text")
     doc = prompt({"text": "  Ọmọ náà\tń sùn\n\nlórí  ibùsùn. "}, "flores_ppl_probe|0")
+    assert doc is not None
     assert doc.query == "Ọmọ náà ń sùn lórí ibùsùn."
     assert doc.choices is None and doc.gold_index is None and doc.original_query is None
     assert (
@@ -174,7 +182,7 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 @pytest.mark.shared_data
-def test_belebele_dedup_on_the_real_files_matches_pandas(shared_data: Path):
+def test_belebele_dedup_on_the_real_files_matches_pandas(shared_data: Path) -> None:
     """Every Belebele file of Bridging the Gap: 900 rows, 488 passages, each kept once, at its first row."""
     import pandas as pd
 
@@ -183,16 +191,17 @@ def test_belebele_dedup_on_the_real_files_matches_pandas(shared_data: Path):
         prompt = perplexity.FirstRowPerPassage(f"belebele_ppl_real{suffix}", "flores_passage")
         docs = [prompt({**row, "__index": i}, "t|0") for i, row in enumerate(rows)]
         kept = [i for i, doc in enumerate(docs) if doc is not None]
+        kept_docs = [doc for doc in docs if doc is not None]  # docs[i] for i in kept
         frame = pd.DataFrame({"passage": [clean(row["flores_passage"]) for row in rows]})
         assert kept == frame.drop_duplicates("passage", keep="first").index.tolist(), suffix
         assert (len(rows), len(kept)) == (900, 488), suffix
-        assert [docs[i].query for i in kept] == frame["passage"].iloc[kept].tolist()
+        assert [doc.query for doc in kept_docs] == frame["passage"].iloc[kept].tolist()
         # not "question_number == 1": six passages have only a second question, and are kept
         passages = frame["passage"].tolist()
         no_first = set(passages) - {
             text for text, row in zip(passages, rows, strict=True) if row["question_number"] == 1
         }
-        assert len(no_first) == 6 and no_first <= {docs[i].query for i in kept}, suffix
+        assert len(no_first) == 6 and no_first <= {doc.query for doc in kept_docs}, suffix
 
 
 SIB200_PROBE_FOLDERS = ("yor_Latn", "zul_Latn", "amh_Ethi", "hau_Latn", "tir_Ethi", "tzm_Tfng")
@@ -201,7 +210,7 @@ SIB-200 copy nor the suite has it, and the loop skipped it silently)."""
 
 
 @pytest.mark.shared_data
-def test_flores_prompt_on_real_sib200_rows(shared_data: Path):
+def test_flores_prompt_on_real_sib200_rows(shared_data: Path) -> None:
     paths = [shared_data / "sib200" / folder / "test.tsv" for folder in SIB200_PROBE_FOLDERS]
     missing = [str(path) for path in paths if not path.is_file()]
     assert not missing, f"SIB-200 test files missing from the shared data: {missing}"
@@ -211,8 +220,9 @@ def test_flores_prompt_on_real_sib200_rows(shared_data: Path):
         with path.open(encoding="utf-8", newline="") as handle:
             rows = list(csv.DictReader(handle, delimiter="\t"))
         prompt = perplexity.text_prompt(f"flores_ppl_real_{folder}", "text")
-        docs = [prompt(row, "t|0") for row in rows]
-        assert len(rows) == 204 and all(doc is not None for doc in docs), folder
+        maybe_docs = [prompt(row, "t|0") for row in rows]
+        docs = [doc for doc in maybe_docs if doc is not None]
+        assert len(rows) == 204 and len(docs) == len(maybe_docs), folder
         queries = [doc.query for doc in docs]
         assert len(set(queries)) == len(queries)  # FLORES sentences, no duplicates: nothing to deduplicate
         for doc, row in zip(docs, rows, strict=True):  # the suite's one cleaning step: NFC, single spaces
@@ -231,7 +241,7 @@ def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def mirrored_tasks(mirror: Path):
+def mirrored_tasks(mirror: Path) -> dict[str, LightevalTaskConfig]:
     """The perplexity configs built with the mirror configured (hf_location resolves at build time)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
@@ -239,7 +249,9 @@ def mirrored_tasks(mirror: Path):
 
 
 @pytest.mark.shared_data
-def test_docs_loaded_by_lighteval_from_the_mirror(mirrored_tasks, mirror: Path, shared_data: Path):
+def test_docs_loaded_by_lighteval_from_the_mirror(
+    mirrored_tasks: dict[str, LightevalTaskConfig], mirror: Path, shared_data: Path
+) -> None:
     from lighteval.tasks.lighteval_task import LightevalTask
 
     for name, folder in (("flores_ppl_yor", "yor_Latn"), ("flores_ppl_zul", "zul_Latn")):
@@ -282,7 +294,7 @@ CORPUS = [*PROBE_TEXTS, "Nairobi, Dodoma, Abuja, Addis Abeba.", "Ìlú ńlá ni 
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> Path:
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_tiny_causal_lm(
         tmp_path_factory.mktemp("ppl_tiny") / "model",
         CORPUS,
@@ -298,27 +310,38 @@ def tiny_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def probe_module(tmp_path_factory) -> types.ModuleType:
+def probe_module(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
     """A custom tasks module: our prompt function and metrics over a local dataset directory."""
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
     root = write_local_dataset(tmp_path_factory.mktemp("ppl_probe"), "ppl_probe", {"test": PROBE_ROWS})
-    module = types.ModuleType("ppl_probe_tasks")
-    module.TASKS_TABLE = [
-        LightevalTaskConfig(
-            name=PROBE_TASK,
-            prompt_function=perplexity.text_prompt(PROBE_TASK, "text"),
-            hf_repo=str(root),
-            hf_subset="default",
-            hf_avail_splits=["test"],
-            evaluation_splits=["test"],
-            metrics=list(perplexity.METRICS),
-        )
-    ]
+    return tasks_module(
+        "ppl_probe_tasks",
+        [
+            LightevalTaskConfig(
+                name=PROBE_TASK,
+                # lighteval declares `-> Doc` but skips a None doc (LightevalTask._get_docs_from_split)
+                prompt_function=perplexity.text_prompt(PROBE_TASK, "text"),  # type: ignore[arg-type]
+                hf_repo=str(root),
+                hf_subset="default",
+                hf_avail_splits=["test"],
+                evaluation_splits=["test"],
+                metrics=list(perplexity.METRICS),
+            )
+        ],
+    )
+
+
+def tasks_module(name: str, table: list[LightevalTaskConfig]) -> types.ModuleType:
+    """A custom tasks module (as lighteval's Registry takes one) whose TASKS_TABLE is `table`."""
+    module = types.ModuleType(name)
+    vars(module)["TASKS_TABLE"] = table
     return module
 
 
-def run_pipeline(model_dir: Path, module, tasks: str, out_dir: Path, max_samples: int | None = None):
+def run_pipeline(
+    model_dir: Path, module: types.ModuleType, tasks: str, out_dir: Path, max_samples: int | None = None
+) -> Pipeline:
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
@@ -327,7 +350,10 @@ def run_pipeline(model_dir: Path, module, tasks: str, out_dir: Path, max_samples
         pipeline = Pipeline(
             tasks=tasks,
             pipeline_parameters=PipelineParameters(
-                launcher_type=ParallelismManager.ACCELERATE, custom_tasks_directory=module, max_samples=max_samples
+                launcher_type=ParallelismManager.ACCELERATE,
+                # declared `str | None`, but handed on to Registry(custom_tasks=...), which takes a module too
+                custom_tasks_directory=module,  # type: ignore[arg-type]
+                max_samples=max_samples,
             ),
             evaluation_tracker=EvaluationTracker(output_dir=str(out_dir), save_details=False),
             model_config=TransformersModelConfig(
@@ -352,7 +378,7 @@ class Reference:
     def ids(self, text: str) -> list[int]:
         return [self.tokenizer.bos_token_id, *self.tokenizer(text, add_special_tokens=False)["input_ids"]]
 
-    def logprobs(self, sequence: list[int]):
+    def logprobs(self, sequence: list[int]) -> torch.Tensor:
         with self.torch.no_grad():
             logits = self.model(input_ids=self.torch.tensor([sequence])).logits[0].double()
         return self.torch.log_softmax(logits, dim=-1)
@@ -401,7 +427,7 @@ def expected_metrics(texts: list[str], logprobs: list[float]) -> dict[str, float
 
 
 @pytest.fixture(scope="module")
-def reference(tiny_model) -> Reference:
+def reference(tiny_model: Path) -> Reference:
     return Reference(tiny_model)
 
 
@@ -476,7 +502,7 @@ def test_stock_lighteval_rolling_is_broken(_leave_compat_as_found, tiny_model, p
     with pytest.raises(TypeError, match="NoneType"):
         run_pipeline(tiny_model, probe_module, f"{PROBE_TASK}|0", tmp_path / "stock")
 
-    def stock_model(add_special_tokens: bool):
+    def stock_model(add_special_tokens: bool) -> TransformersModel:
         config = TransformersModelConfig(
             model_name=str(tiny_model),
             device="cpu",
@@ -485,7 +511,8 @@ def test_stock_lighteval_rolling_is_broken(_leave_compat_as_found, tiny_model, p
             add_special_tokens=add_special_tokens,
         )
         model = TransformersModel(config)
-        model._cache = None  # outside a pipeline: no prediction cache
+        # outside a pipeline: no prediction cache (lighteval sets None itself without a config, typed SampleCache)
+        model._cache = None  # type: ignore[assignment]
         return model
 
     texts = PROBE_TEXTS[:2]
@@ -550,7 +577,17 @@ def _ppl_table() -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def _row(run, seed, step, task, formulation, category, metric, score, baseline) -> dict:
+def _row(
+    run: str,
+    seed: int,
+    step: int,
+    task: str,
+    formulation: str,
+    category: str,
+    metric: str,
+    score: float,
+    baseline: float | None,
+) -> dict[str, object]:
     return {
         "run": run, "seed": seed, "step": step, "tokens": step * 1000, "task": task,
         "benchmark": task.rsplit("_", 1)[0], "language": "yor", "category": category, "formulation": formulation,
@@ -604,12 +641,13 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
     for path in suites.values():
         text = path.read_text(encoding="utf-8")
         assert "# Generative (GEN)\nlighteval|flores_ppl_yor|0\n" in text and "belebele_ppl" not in text
-    module = types.ModuleType("ppl_suite_tasks")
-    module.TASKS_TABLE = perplexity.tasks()
+    module = tasks_module("ppl_suite_tasks", perplexity.tasks())
     with custom_tasks_only():
         registry = Registry(tasks=str(suites["mcf"]), custom_tasks=module)  # the mcf list: no CF accuracy task
     assert set(registry.task_to_configs) == {"flores_ppl_yor"}
-    (config,) = registry.task_to_configs["flores_ppl_yor"]
+    # lighteval annotates task_to_configs as dict[str, LightevalTaskConfig]; it maps a task to a list of configs
+    configs: list[LightevalTaskConfig] = registry.task_to_configs["flores_ppl_yor"]  # type: ignore[assignment]
+    (config,) = configs
     assert config.num_fewshots == 0
 
 
@@ -646,8 +684,7 @@ def test_end_to_end_perplexity_results_collect_into_the_score_table(
 
     checkpoint = tmp_path / "runs" / "mix-a" / "seed-1" / "checkpoint-200"
     shutil.copytree(tiny_model, checkpoint)
-    module = types.ModuleType("ppl_e2e_tasks")
-    module.TASKS_TABLE = [mirrored_tasks["flores_ppl_yor"]]
+    module = tasks_module("ppl_e2e_tasks", [mirrored_tasks["flores_ppl_yor"]])
     compat.restore()
     compat.apply()
     try:
@@ -699,7 +736,8 @@ def test_rolling_keeps_lighteval_s_prediction_cache(_leave_compat_as_found, tiny
         compat.restore()
     # stock lighteval 0.13 classifies a cached perplexity response as LOGPROBS, so its @cached wrapper drops it
     stock = SampleCache.get_sampling_method
-    assert stock(None, {"logprobs": [-1.0], "text": []}) == SamplingMethod.LOGPROBS
+    # called unbound with self=None: the method never reads self
+    assert stock(None, {"logprobs": [-1.0], "text": []}) == SamplingMethod.LOGPROBS  # type: ignore[arg-type]
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_matches_the_rbo_package_on_random_lists() -> None:
     except ModuleNotFoundError as error:
         pytest.fail(f"the test-only dependency rbo is missing ({error}); run `make install` (rbo==0.1.3, --no-deps)")
     rng = random.Random(1234)
-    cases = [_random_lists(rng) for _ in range(1500)]
+    cases: list[tuple[Sequence[Hashable], Sequence[Hashable], float]] = [_random_lists(rng) for _ in range(1500)]
     cases += [(list("abcde"), list("edcba"), 0.9), (list("abcdefghij"), list("ab"), 0.98), ([7], [7, 8, 9], 0.5)]
     uneven = 0
     for first, second, p in cases:

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from analysis.config import ConfigError, load_config
-from analysis.select import select
+from analysis.select import Selection, select
 from analysis.signal import compute_signal
-from analysis.table import read_scores
+from analysis.table import LoadReport, read_scores
 from finetasks_afr.cli import app
 from finetasks_afr.demo.simulate import SIMULATED_SWEEP_PATH as BUNDLED_SWEEP
 from finetasks_afr.demo.simulate import truth_path
@@ -22,8 +22,11 @@ CONFIG = load_config()
 SUITE_LINE = re.compile(r"^(# [A-Za-z ]+ \((GK|RC|RES|NLU|GEN)\)|[a-z_]+\|[A-Za-z0-9_:.]+\|\d+|)$")
 
 
+Bundled = tuple[pl.DataFrame, LoadReport, Selection, pl.DataFrame]  # scores, load report, selection, truth
+
+
 @pytest.fixture(scope="module")
-def bundled():
+def bundled() -> Bundled:
     table, report = read_scores(BUNDLED_SWEEP)
     selection = select(compute_signal(table, CONFIG), CONFIG)
     truth = pl.read_csv(truth_path(BUNDLED_SWEEP))
@@ -66,7 +69,7 @@ def test_coverage_flags_the_missing_category_with_best_candidate(bundled):
     assert "dropped" in flag.candidate_reason
 
 
-def test_suites_follow_the_published_list_format(bundled, shared_data: Path):
+def test_suites_follow_the_published_list_format(bundled: Bundled, shared_data: Path) -> None:
     _, _, selection, _ = bundled
     reference = (shared_data / "reference" / "lighteval_fine_tasks" / "cf" / "sw.txt").read_text()
     for line in reference.splitlines():
@@ -91,7 +94,7 @@ def test_every_suite_task_is_kept_and_in_the_right_list(bundled):
                 assert row["formulation"] in {"cf": ("CF", "GEN", "PPL"), "mcf": ("MCF", "HYBRID", "GEN", "PPL")}[suite]
 
 
-def _signal_row(**overrides) -> dict:
+def _signal_row(**overrides: object) -> dict[str, object]:
     row = {
         "task": "t", "fewshot": 0, "metric": "acc", "benchmark": "b", "language": "yor", "category": "GK",
         "formulation": "CF", "random_baseline": 0.25, "monotonicity": 0.9, "monotonicity_reason": None,
@@ -101,7 +104,7 @@ def _signal_row(**overrides) -> dict:
     return row | overrides
 
 
-def _select(rows: list[dict]):
+def _select(rows: list[dict[str, object]]) -> pl.DataFrame:
     return select(pl.DataFrame(rows, infer_schema_length=None), CONFIG).decisions
 
 
@@ -140,7 +143,7 @@ def test_generative_tasks_are_exempt_from_snr():
     assert row["kept"] and row["snr_pass"] and "snr exempt" in row["reason"]
 
 
-def test_config_override_and_errors(tmp_path: Path):
+def test_config_override_and_errors(tmp_path: Path) -> None:
     path = tmp_path / "strict.toml"
     path.write_text("[monotonicity]\nmin = 0.95\n[snr]\nfallback = 'checkpoint'\n")
     config = load_config(path)
@@ -156,7 +159,7 @@ def test_config_override_and_errors(tmp_path: Path):
         load_config(path)
 
 
-def test_select_cli_is_deterministic(tmp_path: Path):
+def test_select_cli_is_deterministic(tmp_path: Path) -> None:
     runner = CliRunner()
     outputs = []
     for name in ("a", "b"):
@@ -177,7 +180,7 @@ def test_select_cli_is_deterministic(tmp_path: Path):
         assert (outputs[0] / written).stat().st_mode & 0o777 == 0o666 & ~umask, written
 
 
-def test_select_cli_reports_bad_input(tmp_path: Path):
+def test_select_cli_reports_bad_input(tmp_path: Path) -> None:
     bad = tmp_path / "scores.csv"
     bad.write_text("run,step\nx,1\n")
     result = CliRunner().invoke(app, ["select", str(bad), "--out", str(tmp_path / "o")])
@@ -187,7 +190,7 @@ def test_select_cli_reports_bad_input(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_select_cli_with_figures_writes_everything(tmp_path: Path):
+def test_select_cli_with_figures_writes_everything(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["select", str(BUNDLED_SWEEP), "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     report = (tmp_path / "report.md").read_text()

@@ -16,11 +16,12 @@ from typer.testing import CliRunner
 
 from finetasks_afr import mirror as mirror_mod
 from finetasks_afr.cli.data import data_app
-from finetasks_afr.mirror import HubUnreachableError, MirrorError, import_raw, mirror_from_hub
+from finetasks_afr.mirror import HubUnreachableError, MirrorError, MirrorReport, import_raw, mirror_from_hub
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES, data_dir, hf_location
 
 datasets.disable_progress_bars()
 REAL_LOAD_DATASET = datasets.load_dataset
+RealMirror = tuple[Path, MirrorReport]  # the mirror built from shared/data, and its import report
 
 
 @pytest.fixture
@@ -105,14 +106,14 @@ EXPECTED_TOTALS = {  # dataset: (configs, rows, skipped) on shared/data
 
 
 @pytest.fixture(scope="module")
-def real_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory):
+def real_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> RealMirror:
     out = tmp_path_factory.mktemp("mirror")
     report = import_raw(shared_data, out)
     return out, report
 
 
 @pytest.mark.shared_data
-def test_import_raw_real_totals(real_mirror) -> None:
+def test_import_raw_real_totals(real_mirror: RealMirror) -> None:
     out, report = real_mirror
     assert {name: (c, r, s) for name, c, r, s in report.per_dataset()} == EXPECTED_TOTALS
     assert not report.errors
@@ -181,7 +182,9 @@ LOAD_CASES = [
 
 @pytest.mark.shared_data
 @pytest.mark.parametrize(("key", "config", "split", "rows"), LOAD_CASES)
-def test_mirror_loads_offline_like_lighteval(real_mirror, tmp_path, offline, key, config, split, rows) -> None:
+def test_mirror_loads_offline_like_lighteval(
+    real_mirror: RealMirror, tmp_path: Path, offline: None, key: str, config: str, split: str, rows: int
+) -> None:
     out, report = real_mirror
     dataset = load(out / key, config, split, tmp_path)
     assert dataset.num_rows == rows == report.rows(key, config, split)
@@ -189,7 +192,7 @@ def test_mirror_loads_offline_like_lighteval(real_mirror, tmp_path, offline, key
 
 
 @pytest.mark.shared_data
-def test_mirror_values_and_types(real_mirror, tmp_path, offline) -> None:
+def test_mirror_values_and_types(real_mirror: RealMirror, tmp_path: Path, offline: None) -> None:
     out, _ = real_mirror
     sib = load(out / "sib200", "hau_Latn", "test", tmp_path)[0]
     assert sib["index_id"] == 1523 and sib["category"] == "science/technology"
@@ -223,7 +226,7 @@ def test_mirror_values_and_types(real_mirror, tmp_path, offline) -> None:
 
 
 @pytest.mark.shared_data
-def test_mirror_config_names(real_mirror, offline) -> None:
+def test_mirror_config_names(real_mirror: RealMirror, offline: None) -> None:
     out, _ = real_mirror
     assert len(datasets.get_dataset_config_names(str(out / "sib200"))) == 59
     assert set(datasets.get_dataset_config_names(str(out / "winogrande_afr"))) == {
@@ -259,7 +262,9 @@ def test_import_raw_config_filter_and_progress(shared_data: Path, tmp_path: Path
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-def test_lighteval_task_reads_the_mirror(real_mirror, monkeypatch, offline) -> None:
+def test_lighteval_task_reads_the_mirror(
+    real_mirror: RealMirror, monkeypatch: pytest.MonkeyPatch, offline: None
+) -> None:
     lighteval_task = pytest.importorskip("lighteval.tasks.lighteval_task")
     from lighteval.metrics.metrics import Metrics
     from lighteval.tasks.requests import Doc
@@ -350,7 +355,7 @@ def write_tiny_raw(root: Path) -> Path:
     return root
 
 
-def test_bad_rows_are_skipped_and_counted(tmp_path: Path, offline) -> None:
+def test_bad_rows_are_skipped_and_counted(tmp_path: Path, offline: None) -> None:
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"
     report = import_raw(src, out)
@@ -446,7 +451,7 @@ def test_readme_written_last_and_no_temp_files(tmp_path: Path, monkeypatch: pyte
     replaced: list[Path] = []
     real_replace = Path.replace
 
-    def spy(self: Path, target):
+    def spy(self: Path, target: str | Path) -> Path:
         replaced.append(Path(target))
         return real_replace(self, target)
 
@@ -498,7 +503,7 @@ def test_failed_rebuild_keeps_the_previous_dataset_whole(tmp_path: Path, monkeyp
     assert "Changed" in texts and "Lafiya" not in texts
 
 
-def test_rerun_replaces_and_drops_stale_files(tmp_path: Path, offline) -> None:
+def test_rerun_replaces_and_drops_stale_files(tmp_path: Path, offline: None) -> None:
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"
     import_raw(src, out, datasets=["sib200"])
@@ -515,7 +520,11 @@ def test_rerun_replaces_and_drops_stale_files(tmp_path: Path, offline) -> None:
 # ---------------------------------------------------------------------------------------------- hub
 
 
-def fake_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, dict[str, datasets.DatasetDict]], calls: list):
+def fake_hub(
+    monkeypatch: pytest.MonkeyPatch,
+    repos: dict[str, dict[str, datasets.DatasetDict]],
+    calls: list[tuple[str | None, ...]],
+) -> None:
     def get_dataset_config_names(path, revision=None, **kwargs):
         calls.append(("configs", path, revision))
         if path not in repos:
@@ -531,7 +540,7 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch, repos: dict[str, dict[str, dataset
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
 
 
-def test_mirror_from_hub_writes_the_same_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline) -> None:
+def test_mirror_from_hub_writes_the_same_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline: None) -> None:
     xnli_features = datasets.Features(
         {
             "premise": datasets.Value("string"),
@@ -640,7 +649,7 @@ def test_mirror_from_hub_fails_fast_offline(tmp_path: Path, monkeypatch: pytest.
 # ---------------------------------------------------------------------------------------------- CLI
 
 
-def test_cli_import_raw(tmp_path: Path, offline) -> None:
+def test_cli_import_raw(tmp_path: Path, offline: None) -> None:
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"
     runner = CliRunner()

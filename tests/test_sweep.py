@@ -16,7 +16,9 @@ from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 from finetasks_afr.sweep.store import PART_MANIFEST, SweepStore, SweepStoreError, part_id
 
 
-def make_checkpoint(directory: Path, *, tokens: int | None = None, weights: bool = True, step: int | None = None):
+def make_checkpoint(
+    directory: Path, *, tokens: int | None = None, weights: bool = True, step: int | None = None
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.json").write_text("{}")
     if weights:
@@ -31,7 +33,7 @@ def make_checkpoint(directory: Path, *, tokens: int | None = None, weights: bool
 # Discovery
 
 
-def test_trainer_layout_with_seed_folders_and_tokens_from_trainer_state(tmp_path: Path):
+def test_trainer_layout_with_seed_folders_and_tokens_from_trainer_state(tmp_path: Path) -> None:
     for seed in (1, 2):
         for step in (100, 200):
             make_checkpoint(tmp_path / "mix-a" / f"seed-{seed}" / f"checkpoint-{step}", tokens=step * 1000 + seed)
@@ -45,14 +47,14 @@ def test_trainer_layout_with_seed_folders_and_tokens_from_trainer_state(tmp_path
     assert all(Path(c.path).is_absolute() for c in found)
 
 
-def test_parent_of_seeded_run_dirs_and_tokens_per_step(tmp_path: Path):
+def test_parent_of_seeded_run_dirs_and_tokens_per_step(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "mix-a-seed3" / "checkpoint-50")
     make_checkpoint(tmp_path / "mix-b_seed_4" / "step-60")
     found = discover([str(tmp_path)], tokens_per_step=10).checkpoints
     assert [(c.run, c.seed, c.step, c.tokens) for c in found] == [("mix-a", 3, 50, 500), ("mix-b", 4, 60, 600)]
 
 
-def test_glob_odd_names_and_explicit_names(tmp_path: Path):
+def test_glob_odd_names_and_explicit_names(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "weird run" / "ckpt_000120")
     make_checkpoint(tmp_path / "weird run" / "ckpt_000240")
     found = discover([f"baseline:7={tmp_path}/weird run/ckpt_*"]).checkpoints
@@ -64,13 +66,13 @@ def test_glob_odd_names_and_explicit_names(tmp_path: Path):
     assert plain[0].key.startswith("weird_run/seed-none/")
 
 
-def test_step_from_trainer_state_when_the_name_has_none(tmp_path: Path):
+def test_step_from_trainer_state_when_the_name_has_none(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "run" / "final", step=900, tokens=9)
     found = discover([str(tmp_path / "run" / "*")]).checkpoints
     assert [(c.run, c.step, c.tokens) for c in found] == [("run", 900, 9)]
 
 
-def test_missing_weights_is_a_clear_error_unless_skipped(tmp_path: Path):
+def test_missing_weights_is_a_clear_error_unless_skipped(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "run" / "checkpoint-1")
     make_checkpoint(tmp_path / "run" / "checkpoint-2", weights=False)
     with pytest.raises(DiscoveryError) as error:
@@ -82,14 +84,14 @@ def test_missing_weights_is_a_clear_error_unless_skipped(tmp_path: Path):
     assert found.incomplete[0].path.endswith("checkpoint-2")
 
 
-def test_corrupt_trainer_state_names_the_file(tmp_path: Path):
+def test_corrupt_trainer_state_names_the_file(tmp_path: Path) -> None:
     directory = make_checkpoint(tmp_path / "run" / "checkpoint-5")
     (directory / "trainer_state.json").write_text("{not json")
     with pytest.raises(DiscoveryError, match=r"trainer_state\.json"):
         discover([str(tmp_path / "run")])
 
 
-def test_bad_sources(tmp_path: Path):
+def test_bad_sources(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DiscoveryError, match="no checkpoint folders"):
         discover([str(tmp_path / "empty")])
@@ -99,14 +101,14 @@ def test_bad_sources(tmp_path: Path):
         discover([str(tmp_path / "nothing-*")])
 
 
-def test_two_sources_with_the_same_identity_collide(tmp_path: Path):
+def test_two_sources_with_the_same_identity_collide(tmp_path: Path) -> None:
     make_checkpoint(tmp_path / "a" / "checkpoint-1")
     make_checkpoint(tmp_path / "b" / "checkpoint-1")
     with pytest.raises(DiscoveryError, match="NAME"):
         discover([f"x={tmp_path / 'a'}", f"x={tmp_path / 'b'}"])
 
 
-def test_steps_filter_and_parse_source(tmp_path: Path):
+def test_steps_filter_and_parse_source(tmp_path: Path) -> None:
     for step in (1, 2, 3):
         make_checkpoint(tmp_path / "r" / f"checkpoint-{step}")
     assert [c.step for c in discover([str(tmp_path / "r")], steps=[1, 3]).checkpoints] == [1, 3]
@@ -124,7 +126,7 @@ def test_identity_from_path_matches_discovery():
 # Task lists
 
 
-def test_parse_tasks_accepts_lists_files_and_suite_files(tmp_path: Path):
+def test_parse_tasks_accepts_lists_files_and_suite_files(tmp_path: Path) -> None:
     assert parse_tasks("a, b|5 ,a|0") == ["a|0", "b|5"]
     suite = tmp_path / "suite.txt"
     suite.write_text("# Reading comprehension (RC)\nlighteval|belebele_yor_cf|0\n\nsib200_yor_mcf|3  # why\n")
@@ -148,7 +150,7 @@ def _stage(store: SweepStore, checkpoint: Checkpoint, tasks: list[str], name: st
         return store.commit(part, checkpoint, name)
 
 
-def test_parts_pending_tasks_and_commit(tmp_path: Path):
+def test_parts_pending_tasks_and_commit(tmp_path: Path) -> None:
     store = SweepStore(tmp_path)
     checkpoint = Checkpoint("r", 1, 10, None, "/nowhere")
     assert store.pending_tasks(checkpoint, ["a|0", "b|0"]) == ["a|0", "b|0"]
@@ -162,7 +164,7 @@ def test_parts_pending_tasks_and_commit(tmp_path: Path):
     assert part_id(["b|0", "a|0"], {"x": 1}) == part_id(["a|0", "b|0"], {"x": 1}) != part_id(["a|0"], {"x": 1})
 
 
-def test_claim_is_exclusive_and_stale_staging_is_cleaned(tmp_path: Path):
+def test_claim_is_exclusive_and_stale_staging_is_cleaned(tmp_path: Path) -> None:
     store = SweepStore(tmp_path)
     checkpoint = Checkpoint("r", None, 1, None, "/nowhere")
     with store.claim(checkpoint) as first:
@@ -176,7 +178,7 @@ def test_claim_is_exclusive_and_stale_staging_is_cleaned(tmp_path: Path):
     assert store.clean_stale_staging() == 1 and not stale.exists()
 
 
-def test_broken_manifest_names_the_file(tmp_path: Path):
+def test_broken_manifest_names_the_file(tmp_path: Path) -> None:
     store = SweepStore(tmp_path)
     checkpoint = Checkpoint("r", None, 1, None, "/nowhere")
     part = store.checkpoint_dir(checkpoint) / "part-x"
@@ -211,7 +213,7 @@ def write_results(directory: Path, stamp: str, payload: dict | str) -> Path:
     return path
 
 
-def test_collect_a_users_own_lighteval_loop(tmp_path: Path):
+def test_collect_a_users_own_lighteval_loop(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     for step in (100, 200):
         make_checkpoint(runs / "mix-a" / "seed-1" / f"checkpoint-{step}", tokens=step * 7)
@@ -230,7 +232,7 @@ def test_collect_a_users_own_lighteval_loop(tmp_path: Path):
     assert (row["language"], row["category"], row["formulation"], row["random_baseline"]) == ("yor", "NLU", "CF", 0.25)
 
 
-def test_rerun_of_the_same_checkpoint_keeps_the_newer_file(tmp_path: Path):
+def test_rerun_of_the_same_checkpoint_keeps_the_newer_file(tmp_path: Path) -> None:
     model = str(make_checkpoint(tmp_path / "r" / "checkpoint-5"))
     write_results(tmp_path / "out", "2026-01-01T00", lighteval_results(model, {"acc": 0.1}))
     write_results(tmp_path / "out", "2026-02-01T00", lighteval_results(model, {"acc": 0.9}))
@@ -241,7 +243,7 @@ def test_rerun_of_the_same_checkpoint_keeps_the_newer_file(tmp_path: Path):
     assert len(report.superseded) == 1 and "2026-01-01" in report.superseded[0]
 
 
-def test_hub_revision_names_the_step(tmp_path: Path):
+def test_hub_revision_names_the_step(tmp_path: Path) -> None:
     write_results(tmp_path, "t", lighteval_results("EleutherAI/pythia-160m", {"acc": 0.4}, revision="step3000"))
     info = tmp_path / "info.csv"
     info.write_text(INFO_CSV)
@@ -258,7 +260,9 @@ def test_hub_revision_names_the_step(tmp_path: Path):
         ('{"config_general": {"model_name": "/x/r/checkpoint-1"}, "results": {"toy_cf|0": {"acc": "high"}}}', "not a"),
     ],
 )
-def test_bad_results_files_name_the_file_and_skip_bad_collects_the_rest(tmp_path: Path, content: str, expected: str):
+def test_bad_results_files_name_the_file_and_skip_bad_collects_the_rest(
+    tmp_path: Path, content: str, expected: str
+) -> None:
     model = str(make_checkpoint(tmp_path / "runs" / "r" / "checkpoint-1"))
     write_results(tmp_path / "out", "good", lighteval_results(model, {"acc": 0.5}))
     bad = write_results(tmp_path / "out" / "sub", "bad", content)
@@ -271,7 +275,7 @@ def test_bad_results_files_name_the_file_and_skip_bad_collects_the_rest(tmp_path
     assert frame.height == 1 and report.skipped[0][0] == str(bad)
 
 
-def test_unknown_task_and_unknown_step_are_errors(tmp_path: Path):
+def test_unknown_task_and_unknown_step_are_errors(tmp_path: Path) -> None:
     model = str(make_checkpoint(tmp_path / "runs" / "r" / "checkpoint-1"))
     payload = lighteval_results(model, {"acc": 0.5})
     payload["results"]["mystery|0"] = {"acc": 0.1}

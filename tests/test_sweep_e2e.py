@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -33,7 +35,7 @@ KEY = ["run", "seed", "step", "task", "fewshot", "metric"]
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory) -> dict:
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two runs x three checkpoints of a tiny Llama (more training steps at later checkpoints)."""
     from finetasks_afr.tiny import make_tiny_causal_lm
 
@@ -51,7 +53,7 @@ def world(tmp_path_factory) -> dict:
     return {"root": root, "runs": runs, "data": data}
 
 
-def spec_for(out: Path, tasks=TASKS, **extra) -> SweepSpec:
+def spec_for(out: Path, tasks: Sequence[str] = TASKS, **extra: Any) -> SweepSpec:
     return SweepSpec(tasks=list(tasks), out_dir=str(out), custom_tasks=TOY_TASKS, max_length=128,
                      env={ENV: os.environ[ENV]}, **extra)  # fmt: skip
 
@@ -62,7 +64,7 @@ def sorted_table(out: Path) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def reference_sweep(world) -> tuple[Path, pl.DataFrame]:
+def reference_sweep(world: dict[str, Path]) -> tuple[Path, pl.DataFrame]:
     out = world["root"] / "reference"
     checkpoints = discover([str(world["runs"])]).checkpoints
     result = run_sweep(spec_for(out), checkpoints, progress=False)
