@@ -309,11 +309,13 @@ def _state(out: Path) -> tuple[frozenset[str], bytes]:
 def _kill_during(args: list[str], until: float, staging_glob: str, parent: Path, figures: bool) -> set[int]:
     """Start `finetasks-afr args`, SIGKILL it after `until` seconds (or once a figure is in its staging
     directory); return the pids of its children at the moment of the kill."""
+    earlier = set(parent.glob(staging_glob))  # a previous kill's staging folder (with its figures) is not this run's
     process = subprocess.Popen([str(CLI), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     start, children = time.monotonic(), set()
     while time.monotonic() - start < until and process.poll() is None:
         children |= _children(process.pid)
-        if figures and any(parent.glob(f"{staging_glob}/figures/curves/*.png")):
+        staging = set(parent.glob(staging_glob)) - earlier
+        if figures and any(any(folder.glob("figures/curves/*.png")) for folder in staging):
             break
         time.sleep(0.05)
     children |= _children(process.pid)
