@@ -91,19 +91,24 @@ def read_text(path: Path) -> str:
     return text
 
 
+def require_columns(path: Path, found: list[str], required: tuple[str, ...], kind: str) -> None:
+    """RawFileError naming the file, the missing and the found columns when a header lacks a required column."""
+    missing = [name for name in required if name not in found]
+    if missing:
+        raise RawFileError(
+            f"{path}: no column {', '.join(missing)} in its header (columns found: {', '.join(found) or 'none'}); "
+            f"this release's {kind} files need the columns {', '.join(required)}: restore the header line or copy "
+            "the file again from the release"
+        )
+
+
 def read_tsv(path: Path, required: tuple[str, ...] = ()) -> Iterator[dict[str, str] | str]:
     """Rows of a TSV with a header (CSV-style quoting, as written by pandas); a malformed row yields a reason.
 
     A header without one of the `required` columns is a RawFileError: every row would be skipped for it."""
     reader = csv.reader(io.StringIO(read_text(path), newline=""), delimiter="\t")
     header = [name.strip() for name in next(reader, [])]
-    missing = [name for name in required if name not in header]
-    if missing:
-        raise RawFileError(
-            f"{path}: no column {', '.join(missing)} in its header (columns found: {', '.join(header) or 'none'}); "
-            f"this release's TSV files need the columns {', '.join(required)}: restore the header line or copy the "
-            "file again from the release"
-        )
+    require_columns(path, header, required, "TSV")
     for values in reader:
         if not values or values == [""]:
             continue

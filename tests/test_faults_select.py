@@ -18,6 +18,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from process_tools import alive, children
 from typer.testing import CliRunner, Result
 
 import analysis.pipeline as pipeline
@@ -281,27 +282,6 @@ def test_plots_save_goes_through_the_one_atomic_writer(tmp_path: Path, monkeypat
     assert _files(tmp_path) == {"f.png"}
 
 
-def _children(pid: int) -> set[int]:
-    """Processes whose parent is `pid` (from /proc), recorded before the kill re-parents them."""
-    found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.add(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _state(out: Path) -> tuple[frozenset[str], bytes]:
     return frozenset(_files(out)), (out / "decisions.csv").read_bytes()
 
@@ -311,17 +291,17 @@ def _kill_during(args: list[str], until: float, staging_glob: str, parent: Path,
     directory); return the pids of its children at the moment of the kill."""
     earlier = set(parent.glob(staging_glob))  # a previous kill's staging folder (with its figures) is not this run's
     process = subprocess.Popen([str(CLI), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    start, children = time.monotonic(), set()
+    start, seen = time.monotonic(), set()
     while time.monotonic() - start < until and process.poll() is None:
-        children |= _children(process.pid)
+        seen |= children(process.pid)
         staging = set(parent.glob(staging_glob)) - earlier
         if figures and any(any(folder.glob("figures/curves/*.png")) for folder in staging):
             break
         time.sleep(0.05)
-    children |= _children(process.pid)
+    seen |= children(process.pid)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    return children
+    return seen
 
 
 @pytest.mark.slow
@@ -339,13 +319,13 @@ def test_kill_leaves_all_old_or_all_new_and_no_orphan_workers(tmp_path: Path, de
     args = ["select", str(new_table), "--out", str(out), *config]
     states = []
     for until, figures in ((1.0, False), (3.0, False), (60.0, True)):
-        children = _kill_during(args, until, ".D.staging-*", tmp_path, figures)
+        workers = _kill_during(args, until, ".D.staging-*", tmp_path, figures)
         if figures:  # killed while the figure workers draw: they are among the children
-            assert len(children) >= 2, children
+            assert len(workers) >= 2, workers
         deadline = time.monotonic() + 3.0
-        while any(map(_alive, children)) and time.monotonic() < deadline:
+        while any(map(alive, workers)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not [pid for pid in children if _alive(pid)], f"workers outlived the kill at {until} s"
+        assert not [pid for pid in workers if alive(pid)], f"workers outlived the kill at {until} s"
         states.append(_state(out))
         settled = _files(tmp_path)
         time.sleep(0.6)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from process_tools import alive, children
 from typer.testing import CliRunner
 
 from finetasks_afr.cli import app
@@ -160,26 +161,6 @@ def test_collect_refuses_parts_of_different_settings(world, tmp_path):
 # 2. Workers die with their parent
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
-
-
 def test_killing_the_parent_of_two_workers_ends_both_workers(world, tmp_path):
     out = tmp_path / "sweep"
     command = [str(Path(sys.executable).parent / "finetasks-afr"), "sweep", str(world["runs"]), "--tasks", GOOD,
@@ -190,15 +171,15 @@ def test_killing_the_parent_of_two_workers_ends_both_workers(world, tmp_path):
     workers: list[int] = []
     while len(workers) < 2:
         assert parent.poll() is None and time.monotonic() < deadline, "the workers never started"
-        workers = [pid for pid in _children(parent.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
+        workers = [pid for pid in children(parent.pid) if "spawn_main" in Path(f"/proc/{pid}/cmdline").read_text()]
         time.sleep(0.05)
     time.sleep(1.5)  # the workers are importing lighteval, about to evaluate
     parent.send_signal(signal.SIGKILL)
     parent.wait()
     deadline = time.monotonic() + 3
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    survivors = [pid for pid in workers if _alive(pid)]
+    survivors = [pid for pid in workers if alive(pid)]
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
     assert not survivors, f"{len(survivors)} worker(s) kept running after their parent was killed"

@@ -39,7 +39,7 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
 from finetasks_afr.languages import AfricanLanguage, covered_by
 from finetasks_afr.partial_scoring import get_partial_scoring_prompt_function
-from finetasks_afr.raw import RawFileError, RawImporter, RowError, Unit, Yielded, read_text, str_field
+from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, read_text, require_columns, str_field
 from finetasks_afr.sources import DatasetSource
 
 HUB_REPO = "Institute-Disease-Modeling/mmlu-winogrande-afr"
@@ -95,14 +95,7 @@ def _wino_columns(code: str) -> tuple[str, ...]:
 def _wino_rows(path: Path, config: str) -> Iterator[Yielded]:
     columns = _wino_columns(config.removeprefix("winogrande_"))
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-    found = [name.strip() for name in reader.fieldnames or []]
-    missing = [name for name in columns if name not in found]
-    if missing:
-        raise RawFileError(
-            f"{path}: no column {', '.join(missing)} in its header (columns found: {', '.join(found) or 'none'}); "
-            f"this release's CSV files need the columns {', '.join(columns)}: restore the header line or copy the "
-            "file again from the release"
-        )
+    require_columns(path, [name.strip() for name in reader.fieldnames or []], tuple(columns), "CSV")
     for raw in reader:
         split = (raw.get("Split") or "").strip()
         if split not in WINOGRANDE_SPLITS:
