@@ -7,7 +7,6 @@ decisions file is read by one checked function; a bad `--out` is a named error b
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import polars as pl
 import pytest
 from process_tools import alive, children
 from typer.testing import CliRunner, Result
+from unprivileged import read_only_folder, run_cli_unprivileged
 
 import analysis.pipeline as pipeline
 from analysis.config import load_config
@@ -443,14 +443,15 @@ def test_out_under_a_file_is_refused_before_any_work(tmp_path: Path, command: st
     _assert_named_error(result, f"{tmp_path / 'file.txt'} is a file", "choose another path")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 @pytest.mark.parametrize("command", COMMANDS)
 def test_read_only_out_is_refused_before_any_work(tmp_path: Path, command: str) -> None:
-    parent = tmp_path / "ro"
-    parent.mkdir()
-    parent.chmod(0o555)
-    try:
-        result = _invoke(command, str(tmp_path / "no-such-table.parquet"), "--out", str(parent / "out"))
-        _assert_named_error(result, str(parent), "not writable", "choose a writable directory")
-    finally:
-        parent.chmod(0o755)
+    """In a subprocess that obeys file modes even as root (tests/unprivileged.py), so it runs in CI too."""
+    with read_only_folder(tmp_path) as parent:
+        args: list[str | Path] = [command, tmp_path / "no-such-table.parquet", "--out", parent / "out"]
+        result = run_cli_unprivileged(args, tmp_path / "home")
+        output = result.stdout + result.stderr
+        assert result.returncode == 2, output
+        assert "Traceback" not in output
+        for needle in (str(parent), "not writable", "choose a writable directory"):
+            assert _squeezed(needle) in _squeezed(output), (needle, output)
+        assert list(parent.iterdir()) == []

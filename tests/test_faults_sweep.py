@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 from process_tools import alive, children
 from typer.testing import CliRunner
+from unprivileged import read_only_folder, run_cli_unprivileged
 
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
@@ -270,19 +271,18 @@ def test_sweep_out_that_is_a_file_or_under_a_file_is_refused_first(world, tmp_pa
     assert afile.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
 def test_sweep_and_collect_into_a_read_only_folder_are_refused_first(world, tmp_path):
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o555)
-    try:
-        code, output = sweep(world, locked / "sweep")
-        assert_named_error(code, output, "--out", "not writable")
-        result = CliRunner().invoke(app, ["collect", str(tmp_path), "--out", str(locked / "t.parquet")])
-        assert_named_error(result.exit_code, " ".join(result.output.split()), "not writable")
+    """In a subprocess that obeys file modes even as root (tests/unprivileged.py), so it runs in CI too."""
+    home = tmp_path / "home"
+    with read_only_folder(tmp_path) as locked:
+        args = ["sweep", world["runs"], "--tasks", GOOD, "--out", locked / "sweep", "--custom-tasks", world["module"]]
+        result = run_cli_unprivileged([*args, "--max-length", "128"], home)
+        output = " ".join((result.stdout + result.stderr).split())
+        assert_named_error(result.returncode, output, "--out", str(locked), "not writable")
+        result = run_cli_unprivileged(["collect", tmp_path, "--out", locked / "t.parquet"], home)
+        output = " ".join((result.stdout + result.stderr).split())
+        assert_named_error(result.returncode, output, str(locked), "not writable")
         assert list(locked.iterdir()) == []
-    finally:
-        locked.chmod(0o755)
 
 
 def test_collect_out_with_a_wrong_suffix_is_refused_before_reading_anything(tmp_path):
