@@ -146,16 +146,8 @@ class SweepStore:
         """Hold the checkpoint's lock for the block; yields False (and holds nothing) when someone else has it."""
         path = self.lock_path(checkpoint)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                yield False
-                return
-            try:
-                yield True
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with try_lock(path) as held:
+            yield held
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
@@ -181,23 +173,17 @@ class SweepStore:
         removed = 0
         for directory in [p for p in base.iterdir() if p.is_dir()]:
             lock_file = base / (directory.name + ".lock")
-            with lock_file.open("a") as lock:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
+            with try_lock(lock_file) as held:
+                if not held:
                     continue  # a live worker's
                 shutil.rmtree(directory, ignore_errors=True)
-                fcntl.flock(lock, fcntl.LOCK_UN)
             lock_file.unlink(missing_ok=True)
             removed += 1
         for lock_file in base.glob("*.lock"):  # a kill between removing a folder and its lock leaves the lock alone
             if not lock_file.with_suffix("").exists():
-                with lock_file.open("a") as lock:
-                    try:
-                        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        continue
-                    lock_file.unlink(missing_ok=True)
+                with try_lock(lock_file) as held:
+                    if held:
+                        lock_file.unlink(missing_ok=True)
         return removed
 
     def commit(self, staged_part: Path, checkpoint: Checkpoint, name: str) -> Path:
@@ -236,11 +222,8 @@ class SweepStore:
         with lock_path.open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             recorded = self.recorded_settings()
-            if recorded is None:
-                atomic_write_text(self.root / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True) + "\n")
-                return
-            differences = setting_differences(recorded[0], settings)
-            if differences:
+            differences = setting_differences(recorded[0], settings) if recorded else []
+            if recorded and differences:
                 key, old, new = differences[0]
                 resume = f"without {RESULT_SETTINGS[key]}" if old is None else f"with {RESULT_SETTINGS[key]} {old}"
                 raise SweepSettingsError(
@@ -248,11 +231,26 @@ class SweepStore:
                     f"{describe_differences(differences)}; scores of different settings must not share one table. "
                     f"Fix: rerun {resume} to resume that sweep, or pass a new --out directory for {key} {new}"
                 )
-            if not (self.root / SETTINGS_FILE).is_file():  # a directory from before settings.json: record them now
+            if not (self.root / SETTINGS_FILE).is_file():  # a new directory, or one from before settings.json
                 atomic_write_text(self.root / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def write_sweep_request(self, request: dict) -> None:
         atomic_write_text(self.root / "sweep.json", json.dumps(request, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """Try to take the exclusive lock of `path` without waiting; yields whether it is held (released after)."""
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def read_manifest(path: Path) -> dict:
