@@ -16,7 +16,7 @@ from analysis.io import OutputDirectoryError
 from analysis.select import DecisionsError, read_decisions
 from analysis.table import LoadReport, ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.cli.common import console, fail, output_dir_problem, require_output_dir
+from finetasks_afr.cli.common import console, fail, output_failure, require_analysis_out, wrote_line
 
 SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
@@ -61,36 +61,6 @@ def _config(path: Path | None, scores: Path | None = None) -> Config:
         return load_config(chosen)
     except ConfigError as error:
         raise fail(str(error)) from error
-
-
-def require_analysis_out(out: Path) -> Path:
-    """`out` when an analysis output can be built beside it and swapped in, else the named error, before any work.
-
-    Beyond `require_output_dir` (not a file, not under a file, writable), the folder that holds `out` must be
-    writable too: the new output is built there as a hidden sibling and renamed over `out`.
-    """
-    require_output_dir(out)
-    parent = out.absolute().parent
-    problem = output_dir_problem(parent, option=f"--out {out}: its parent folder")
-    if problem is not None:
-        raise fail(f"{problem} (the new output is built there, then swapped in)")
-    return out
-
-
-def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Exit:
-    """The named error for an output directory that could not be written (refused, or the disk said no)."""
-    if isinstance(error, OutputDirectoryError):
-        return fail(f"--out: {error}")
-    return fail(f"--out {out} could not be written ({error}); nothing was replaced; choose a writable directory")
-
-
-def wrote_line(out: Path, written: list[Path]) -> str:
-    """What a command wrote, top level only (`suites/`, `figures/` for folders), from the paths it returned."""
-    names: dict[str, None] = {}
-    for path in written:
-        parts = path.relative_to(out).parts
-        names[parts[0] + ("/" if len(parts) > 1 else "")] = None
-    return f"[green]wrote[/] {out}: " + ", ".join(names)
 
 
 def select_command(

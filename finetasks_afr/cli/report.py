@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from analysis.config import ConfigError, load_config
 from analysis.io import OutputDirectoryError
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
-from finetasks_afr.cli.analysis import output_failure, require_analysis_out, wrote_line
-from finetasks_afr.cli.common import console, fail
+from finetasks_afr.cli.common import console, fail, output_failure, require_analysis_out, wrote_line
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
 
@@ -63,8 +63,8 @@ def report_command(
     kept, chosen = output.selection.kept.height, output.selection.decisions.filter("chosen").height
     console.print(f"{kept} of {chosen} tasks kept")
     pages = ", ".join(p.name for key, p in sorted(output.html.items()) if key != "index")
-    console.print(f"[green]wrote[/] {out / 'report.html'} (language pages: {pages}), {out / 'report.md'}")
     console.print(wrote_line(out, output.written))
+    console.print(f"open {escape(str(out / 'report.html'))} (language pages: {escape(pages)})")
 
 
 def register(app: typer.Typer) -> None:
