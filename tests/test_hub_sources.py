@@ -59,10 +59,17 @@ def test_every_task_config_is_a_config_its_source_declares(hub_tasks: list[Any])
 
 
 def _cards() -> dict[str, Any]:
+    """`hub_cards.json`, plus one `hub_cards/<owner>+<name>.json` per dataset added later (one file per card, so
+    that adding a benchmark adds a file); a repository described twice is an error."""
     path = FIXTURES / "hub_cards.json"
     if not path.is_file():
         pytest.fail(f"{path} is missing: it holds the published dataset cards the sources are checked against")
-    return json.loads(path.read_text(encoding="utf-8"))
+    cards: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    for extra in sorted((FIXTURES / "hub_cards").glob("*.json")):
+        repo = extra.stem.replace("+", "/", 1)
+        assert repo not in cards, f"{repo} is described in hub_cards.json and in {extra.name}"
+        cards[repo] = json.loads(extra.read_text(encoding="utf-8"))
+    return cards
 
 
 def test_bridging_the_gap_has_the_44_published_configs_and_the_tasks_use_them(hub_tasks: list[Any]) -> None:
