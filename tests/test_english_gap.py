@@ -132,7 +132,7 @@ def simulate_gap_sweep(seed: int = 0) -> pl.DataFrame:
                             metric="bits_per_byte",
                             baseline=None,
                             formulation="PPL",
-                        )  # fmt: skip
+                        )
                     )
     return _table(rows)
 
