@@ -19,6 +19,7 @@ import polars as pl
 
 from analysis.aggregate import AggregateResult, aggregate, write_ranking
 from analysis.config import Config
+from analysis.english_gap import EnglishGap, display_rows, english_gap, write_english_gap
 from analysis.io import (
     OUTPUT_MARKER,
     TMP_SUFFIX,
@@ -27,7 +28,13 @@ from analysis.io import (
     staged_directory,
     write_csv_atomic,
 )
-from analysis.plots import plot_consistency_forest, plot_criteria_overview, plot_ranking, plot_training_curves
+from analysis.plots import (
+    plot_consistency_forest,
+    plot_criteria_overview,
+    plot_english_gap,
+    plot_ranking,
+    plot_training_curves,
+)
 from analysis.processes import die_with_parent
 from analysis.report import render_report, write_html_report
 from analysis.select import Selection, safe_file_name, select, write_selection
@@ -57,6 +64,7 @@ class Analysis:
     signal: pl.DataFrame
     selection: Selection
     ranking: AggregateResult | None
+    english_gap: EnglishGap | None = None  # None: not computed (an empty EnglishGap: nothing pairs)
 
 
 def selected_metrics(selection: Selection) -> pl.DataFrame:
@@ -73,8 +81,9 @@ def run_selection(
     figures: bool = True,
     progress: Progress | None = None,
 ) -> SelectionOutput:
-    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, figures/, report.md and the
-    HTML report (report.html and one report_<language>.html per language).
+    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, english_gap.csv and its summary
+    (when the table has English counterparts of its tasks), figures/, report.md and the HTML report
+    (report.html and one report_<language>.html per language).
 
     The directory is built aside and swapped in whole (`analysis.io.staged_directory`): a rerun never leaves
     the suites or ranking of an older table beside new decisions, and a killed run leaves the previous output
@@ -111,13 +120,17 @@ def _write_selection(
 ) -> tuple[list[Path], dict[str, Path], dict[str, Path]]:
     """Every file of a selection output into `out_dir` (the staging directory): (all paths, figures, pages)."""
     selection, ranking = result.selection, result.ranking
+    gap = result.english_gap if result.english_gap is not None else english_gap(table, config)
     written = write_selection(selection, out_dir)
     if ranking is not None:
         written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv"]
+    written += write_english_gap(gap, out_dir)
     figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
-    report = render_report(selection, config, load_report, ranking, figure_paths, out_dir)
+    if figures:
+        figure_paths.update(_gap_figures(gap, selection, out_dir))
+    report = render_report(selection, config, load_report, ranking, figure_paths, out_dir, english_gap=gap)
     written.append(atomic_write_text(out_dir / "report.md", report))
-    html = write_html_report(selection, config, load_report, ranking, figure_paths, out_dir)
+    html = write_html_report(selection, config, load_report, ranking, figure_paths, out_dir, english_gap=gap)
     written += [*figure_paths.values(), *html.values()]
     return written, figure_paths, html
 
@@ -128,7 +141,7 @@ def analyse(table: pl.DataFrame, config: Config) -> Analysis:
     signal = compute_signal(table, config)
     selection = select(signal, config)
     ranking = aggregate(table, selected_metrics(selection), config.aggregate) if selection.kept.height else None
-    return Analysis(signal, selection, ranking)
+    return Analysis(signal, selection, ranking, english_gap(table, config))
 
 
 def run_aggregate(
@@ -151,8 +164,22 @@ def run_aggregate(
     return result
 
 
+def _gap_figures(gap: EnglishGap, selection: Selection, out_dir: Path) -> dict[str, Path]:
+    """One gap-to-English figure per benchmark with English counterparts (`figures/english_gap_<benchmark>.png`)."""
+    shown = display_rows(gap, selection.decisions)
+    if shown.is_empty():
+        return {}
+    return {
+        f"english_gap_{benchmark}": plot_english_gap(
+            shown, gap.gaps, benchmark, out_dir / "figures" / f"english_gap_{safe_file_name(benchmark)}.png"
+        )
+        for benchmark in sorted(shown.get_column("benchmark").unique().to_list())
+    }
+
+
 # Names an analysis output directory holds: one of them, made before the marker file existed, is adopted.
 _OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "aggregated_tasks.csv",
+                 "english_gap.csv", "english_gap_summary.csv",
                  "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
 
 

@@ -9,6 +9,7 @@ no timestamp or software version, so the same input gives the same bytes.
 - `plot_criteria_overview`: monotonicity x SNR scatter and consistency bars for one language.
 - `plot_ranking`: mean rank per run and a heatmap of per-language scores.
 - `plot_consistency_forest`: ordering consistency with its 95% CI for every task of one language.
+- `plot_english_gap`: the gap to English of one benchmark, at the last checkpoint and over training.
 
 The `*_figure` functions return the `Figure` instead of writing it (the notebook helpers of
 `analysis.explore` show them inline; `figure_png` turns one into PNG bytes):
@@ -52,6 +53,7 @@ __all__ = [
     "formulation_curves_figure",
     "plot_consistency_forest",
     "plot_criteria_overview",
+    "plot_english_gap",
     "plot_ranking",
     "plot_training_curves",
     "run_order_figure",
@@ -974,3 +976,78 @@ def run_order_figure(
         ax.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize=11)
     return fig
+
+
+# ---------------------------------------------------------------------------------------- gap to English
+
+
+def plot_english_gap(shown: pl.DataFrame, gaps: pl.DataFrame, benchmark: str, out_path: Path) -> Path:
+    """The gap to English of one benchmark: at the last checkpoint per language, then its curve per language.
+
+    `shown` are `analysis.english_gap.display_rows` (one variant per benchmark, one task per language and run),
+    `gaps` the gap curves. The first panel has one point per (language, run) with its interval; each following
+    panel is one language, one line per run over tokens (steps when a row lacks tokens) with its interval as a
+    band. A dashed line marks no gap. Raises ValueError naming the benchmark when it has no shown row.
+    """
+    rows = shown.filter(pl.col("benchmark") == benchmark)
+    if rows.is_empty():
+        raise ValueError(f"nothing to plot: no gap-to-English rows for benchmark {benchmark!r}")
+    keys = ["task", "english_task", "fewshot", "metric"]
+    curves = gaps.join(rows.select(keys).unique(), on=keys).sort(["language", "run", "step"])
+    languages = sorted(rows.get_column("language").unique().to_list())
+    runs = sorted(rows.get_column("run").unique().to_list())
+    colors = _run_colors(runs)
+    columns = min(4, len(languages) + 1)
+    panels = len(languages) + 1
+    fig = _new_figure(3.6 * columns, 2.9 * math.ceil(panels / columns))
+    axes = np.atleast_1d(fig.subplots(math.ceil(panels / columns), columns, squeeze=False)).ravel()
+    first = rows.row(0, named=True)
+    fig.suptitle(
+        f"{benchmark}: English minus language, {first['metric']} ({first['formulation']}, {first['fewshot']}-shot)",
+        fontsize=10,
+    )
+    _last_gap_panel(axes[0], rows, languages, runs, colors)
+    use_tokens = curves.get_column("tokens").null_count() == 0 and curves.height > 0
+    scale, label = _token_scale(_finite(curves.get_column("tokens").max()) or 0.0) if use_tokens else (1.0, "step")
+    for ax, language in zip(axes[1:], languages, strict=False):
+        _gap_curve_panel(ax, curves.filter(pl.col("language") == language), language, runs, colors, scale, label)
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    return _save(fig, out_path)
+
+
+def _last_gap_panel(ax: Axes, rows: pl.DataFrame, languages: list[str], runs: list[str], colors: dict) -> None:
+    width = 0.8 / max(len(runs), 1)
+    for i, run in enumerate(runs):
+        for r in rows.filter(pl.col("run") == run).iter_rows(named=True):
+            x = languages.index(r["language"]) - 0.4 + width * (i + 0.5)
+            gap, low, high = _finite(r["gap"]), _finite(r["ci_low"]), _finite(r["ci_high"])
+            if gap is None:
+                continue
+            error = [[gap - low], [high - gap]] if low is not None and high is not None else None
+            ax.errorbar(x, gap, yerr=error, fmt="o", color=colors[run], markersize=4, capsize=2,
+                        label=run if r["language"] == languages[0] else None)  # fmt: skip
+    ax.axhline(0.0, color=_GREY, linestyle="--", linewidth=0.8)
+    ax.set_xticks(range(len(languages)), languages, fontsize=8)
+    ax.set_title("last checkpoint", fontsize=9)
+    ax.set_ylabel("gap to English", fontsize=8)
+    ax.legend(fontsize=7, frameon=False)
+
+
+def _gap_curve_panel(
+    ax: Axes, rows: pl.DataFrame, language: str, runs: list[str], colors: dict, scale: float, label: str
+) -> None:
+    for run in runs:
+        run_rows = rows.filter(pl.col("run") == run)
+        if run_rows.is_empty():
+            continue
+        x = run_rows.get_column("tokens") if scale != 1.0 or label != "step" else run_rows.get_column("step")
+        xs = x.cast(pl.Float64).to_numpy() / scale
+        ax.plot(xs, run_rows.get_column("gap").to_numpy(), color=colors[run], linewidth=1.2, label=run)
+        low = run_rows.get_column("ci_low").cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        high = run_rows.get_column("ci_high").cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        ax.fill_between(xs, low, high, color=colors[run], alpha=0.18, linewidth=0)
+    ax.axhline(0.0, color=_GREY, linestyle="--", linewidth=0.8)
+    ax.set_title(language, fontsize=9)
+    ax.set_xlabel(label, fontsize=8)
+    ax.tick_params(labelsize=7)

@@ -19,6 +19,7 @@ import polars as pl
 
 from analysis.aggregate import AggregateResult
 from analysis.config import Config
+from analysis.english_gap import GAP_FILE, SUMMARY_FILE, EnglishGap, display_rows
 from analysis.io import atomic_write_text
 from analysis.select import Selection, safe_file_name
 from analysis.table import LoadReport
@@ -232,6 +233,47 @@ def _summary_rows(selection: Selection, config: Config, languages: list[str]) ->
     return out
 
 
+GAP_TITLE = "Gap to English"
+GAP_HEADER = ("benchmark", "language", "metric", "run", "last step", "gap [CI]", "narrowing (run)",
+              "narrowing, all runs [CI]")  # fmt: skip
+
+
+def gap_text(config: Config) -> str:
+    """What the gap-to-English numbers mean, for both reports."""
+    level = round(100 * config.bootstrap.confidence)
+    return (
+        "English score minus the language's score, for every task with an English counterpart (same benchmark, "
+        "formulation, few-shot count and metric), at each run's last checkpoint; shown per benchmark for one "
+        "variant (the one most often chosen) and the task with English prompt words where there is one. "
+        "Positive: English ahead (for bits per byte, negative). "
+        f"Interval: {level}% from the scores' standard errors (conservative for parallel test sets). "
+        "Narrowing: Spearman's rho between step and the English lead, negated, mean over (run, seed) series "
+        f"(+1: the gap closes at every checkpoint; -1: it opens), with a {level}% bootstrap interval over series, "
+        "like monotonicity. "
+        f"Every pair and checkpoint: {GAP_FILE}; every pair's last checkpoint and narrowing: {SUMMARY_FILE}."
+    )
+
+
+def gap_cells(r: dict) -> list[str]:
+    """One displayed gap row as table cells (GAP_HEADER)."""
+    return [
+        r["benchmark"], r["language"], f"{r['metric']} ({r['formulation']}, {r['fewshot']}-shot)", r["run"],
+        format_number(r["last_step"]), format_ci(r, "gap", 3), format_number(r["run_narrowing"]),
+        format_ci(r, "narrowing"),
+    ]  # fmt: skip
+
+
+def _gap_section(gap: EnglishGap, decisions: pl.DataFrame, config: Config, figures: dict[str, Path],
+                 out_dir: Path) -> list[str]:  # fmt: skip
+    shown = display_rows(gap, decisions)
+    lines = [f"## {GAP_TITLE}", "", gap_text(config), "", _table(GAP_HEADER, [gap_cells(r) for r in shown.to_dicts()])]
+    lines.append("")
+    for key in sorted(k for k in figures if k.startswith("english_gap_")):
+        lines += [f"![gap to English, {key.removeprefix('english_gap_')}]"
+                  f"({figures[key].relative_to(out_dir).as_posix()})", ""]  # fmt: skip
+    return lines
+
+
 def render_report(
     selection: Selection,
     config: Config,
@@ -239,8 +281,11 @@ def render_report(
     aggregate: AggregateResult | None,
     figures: dict[str, Path],
     out_dir: Path,
+    *,
+    english_gap: EnglishGap | None = None,
 ) -> str:
-    """The whole report as Markdown; figure paths are written relative to `out_dir`."""
+    """The whole report as Markdown; figure paths are written relative to `out_dir`. The gap-to-English section
+    is there when `english_gap` pairs any task."""
 
     def link(key: str, alt: str) -> list[str]:
         path = figures.get(key)
@@ -266,6 +311,8 @@ def render_report(
     lines += [_table(SUMMARY_HEADER, summary_rows), ""]
     if aggregate is not None:
         lines += _ranking_section(aggregate) + link("ranking", "final ranking")
+    if english_gap is not None and not english_gap.empty:
+        lines += _gap_section(english_gap, decisions, config, figures, out_dir)
     for language in languages:
         rows = chosen.filter(pl.col("language") == language)
         lines += [f"## {language}", ""]
@@ -424,6 +471,21 @@ def _html_language_runs(result: AggregateResult, language: str) -> list[str]:
     ]
 
 
+def _html_gap(gap: EnglishGap, decisions: pl.DataFrame, config: Config, figures: dict[str, Path],
+              out_dir: Path) -> list[str]:  # fmt: skip
+    rows = [[_code(r["benchmark"]), *gap_cells(r)[1:]] for r in display_rows(gap, decisions).to_dicts()]
+    parts = [
+        f'<h2 id="english-gap-section">{_esc(GAP_TITLE)}</h2>',
+        f'<p class="note">{_esc(gap_text(config))}</p>',
+        _html_table(GAP_HEADER, rows, table_id="english-gap", numeric=(4, 5, 6, 7)),
+    ]
+    for key in sorted(k for k in figures if k.startswith("english_gap_")):
+        benchmark = key.removeprefix("english_gap_")
+        parts.append(_figure(figures, key, out_dir, f"{benchmark}: gap to English at the last checkpoint and "
+                                                      "over training, per run, with intervals"))  # fmt: skip
+    return parts
+
+
 def _html_index(
     selection: Selection,
     config: Config,
@@ -432,6 +494,7 @@ def _html_index(
     figures: dict[str, Path],
     out_dir: Path,
     languages: list[str],
+    english_gap: EnglishGap | None = None,
 ) -> str:
     decisions = selection.decisions
     chosen = decisions.filter(pl.col("chosen"))
@@ -448,6 +511,8 @@ def _html_index(
     ]
     if aggregate is not None:
         body += _html_ranking(aggregate, figures, out_dir, figure=True)
+    if english_gap is not None and not english_gap.empty:
+        body += _html_gap(english_gap, decisions, config, figures, out_dir)
     params = [
         [section, key, format_number(value) if isinstance(value, float) else str(value)]
         for section, values in config.as_dict().items()
@@ -553,6 +618,8 @@ def render_html_report(
     aggregate: AggregateResult | None,
     figures: dict[str, Path],
     out_dir: Path,
+    *,
+    english_gap: EnglishGap | None = None,
 ) -> dict[str, str]:
     """{file name: HTML} for `out_dir`: `report.html` (summary, ranking, parameters, links) and one
     `report_<language>.html` per language; figure links are relative to `out_dir`.
@@ -563,7 +630,9 @@ def render_html_report(
     names = {language: html_page_name(language) for language in languages}
     if len(set(names.values())) != len(names) or INDEX_PAGE in names.values():
         raise ValueError(f"language codes {languages} do not give distinct page names: {names}")
-    pages = {INDEX_PAGE: _html_index(selection, config, load_report, aggregate, figures, out_dir, languages)}
+    pages = {
+        INDEX_PAGE: _html_index(selection, config, load_report, aggregate, figures, out_dir, languages, english_gap)
+    }
     for language in languages:
         pages[names[language]] = _html_language(selection, config, aggregate, figures, out_dir, language, languages)
     return pages
@@ -576,12 +645,14 @@ def write_html_report(
     aggregate: AggregateResult | None,
     figures: dict[str, Path],
     out_dir: Path,
+    *,
+    english_gap: EnglishGap | None = None,
 ) -> dict[str, Path]:
     """Write the HTML report into `out_dir` atomically, language pages first and the index last.
 
     Returns {"index": report.html, <language>: its page}.
     """
-    pages = render_html_report(selection, config, load_report, aggregate, figures, out_dir)
+    pages = render_html_report(selection, config, load_report, aggregate, figures, out_dir, english_gap=english_gap)
     languages = sorted(selection.decisions.get_column("language").unique().to_list())
     written = {language: atomic_write_text(Path(out_dir) / html_page_name(language), pages[html_page_name(language)])
                for language in languages}  # fmt: skip

@@ -4,6 +4,7 @@ simulated sweep whose gaps are known, recovered within their intervals, with nar
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -194,3 +195,39 @@ def test_a_table_without_english_tasks_has_no_gap() -> None:
     rows = [_row("r", None, s, "afrimmlu_hau_cf", "hau", 0.3, 0.01) for s in (1, 2, 3)]
     gap = english_gap(_table(rows), Config())
     assert gap.empty and gap.summary.is_empty()
+
+
+def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_benchmark(tmp_path: Path) -> None:
+    from analysis.pipeline import run_selection
+    from analysis.table import LoadReport
+
+    table = simulate_gap_sweep()
+    out = tmp_path / "out"
+    result = run_selection(table, LoadReport(source="simulated gap sweep", n_rows=table.height), Config(), out)
+    written = pl.read_csv(out / "english_gap.csv")
+    assert tuple(written.columns) == GAP_COLUMNS
+    assert written.height == len(RUNS) * len(STEPS) * 5
+    summary = pl.read_csv(out / "english_gap_summary.csv")
+    assert tuple(summary.columns) == SUMMARY_COLUMNS and summary.height == len(RUNS) * 5
+    assert {out / "english_gap.csv", out / "english_gap_summary.csv"} <= set(result.written)
+    for benchmark in ("afrimmlu", "flores_ppl"):
+        figure = result.figures[f"english_gap_{benchmark}"]
+        assert figure == out / "figures" / f"english_gap_{benchmark}.png" and figure.stat().st_size > 10_000
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Gap to English" in report and "figures/english_gap_afrimmlu.png" in report
+    section = report.split("## Gap to English")[1].split("\n## ")[0]
+    assert "| afrimmlu | hau | acc (CF, 0-shot) | mix-afr60 | 10000 |" in section
+    assert "afrimmlu_hau_cf_enprompt" not in section  # tasks are named in the CSVs, the table shows languages
+    index = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="english-gap"' in index and "figures/english_gap_flores_ppl.png" in index
+
+
+def test_no_gap_section_or_files_without_english_counterparts(tmp_path: Path) -> None:
+    from analysis.pipeline import run_selection
+    from analysis.table import LoadReport
+
+    table = simulate_gap_sweep().filter(pl.col("language") != "eng")
+    out = tmp_path / "out"
+    run_selection(table, LoadReport(source="no English", n_rows=table.height), Config(), out, figures=False)
+    assert not (out / "english_gap.csv").exists() and not (out / "english_gap_summary.csv").exists()
+    assert "Gap to English" not in (out / "report.md").read_text(encoding="utf-8")
