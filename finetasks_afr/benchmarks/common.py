@@ -36,6 +36,7 @@ from lighteval.tasks.templates.utils.formulation import (
 )
 from lighteval.utils.language import Language
 
+from analysis.english_gap import ENGLISH_PROMPT_SUFFIX
 from analysis.table import TaskInfo
 from finetasks_afr.languages import AfricanLanguage
 from finetasks_afr.literals import native_prompt_available, prompt_language
@@ -47,7 +48,7 @@ logger = logging.getLogger(__name__)
 FORMULATIONS: dict[str, Formulation] = {"cf": CFFormulation(), "mcf": MCFFormulation(), "hybrid": HybridFormulation()}
 FORMULATION_LABEL = {"cf": "CF", "mcf": "MCF", "hybrid": "HYBRID"}
 PROMPTS = ("native", "en")  # in-language prompt words; English prompt words over the native content
-EN_SUFFIX = "_enprompt"
+EN_SUFFIX = ENGLISH_PROMPT_SUFFIX  # one spelling: the gap to English pairs tasks by it
 FEWSHOT_SEED_NOTE = "few-shot examples: lighteval's sampler with variance seed 0 (fixed), so prompts repeat exactly"
 
 
