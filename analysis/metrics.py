@@ -25,6 +25,7 @@ class MetricInfo:
 _PATTERNS: tuple[tuple[str, bool, bool], ...] = (
     (r"acc(_norm(_token|_pmi|_char)?)?", True, True),
     (r"(f1|f1_score)(_[a-z]{2,3})?", True, True),
+    (r"f1_macro", True, True),  # corpus macro-F1 of the argmax choice (finetasks_afr.benchmarks.afrihate)
     (r"(exact_match|em|quasi_exact_match|prefix_match)(_[a-z]{2,3})?(_(prefix|suffix|full))?", True, True),
     (r"(bleu|chrf|chrf\+\+|ter_inverse)", True, False),
     (r"(bits_per_byte|byte_perplexity|word_perplexity|perplexity|ppl|longppl|log2_longppl|nll)", False, False),
@@ -43,7 +44,7 @@ def metric_info(name: str) -> MetricInfo | None:
 def known_metric_help() -> str:
     """One line listing the accepted metric names, for error messages."""
     return (
-        "known metrics: acc, acc_norm, acc_norm_token, acc_norm_pmi, f1[_<lang>], "
+        "known metrics: acc, acc_norm, acc_norm_token, acc_norm_pmi, f1[_<lang>], f1_macro, "
         "exact_match[_<lang>][_prefix|_suffix|_full], bleu, chrf, and the lower-is-better "
         "bits_per_byte, byte_perplexity, word_perplexity, perplexity, ppl, longppl, log2_longppl, nll"
     )
