@@ -1,0 +1,105 @@
+"""FLORES-200 translation English <-> X from the SIB-200 rows, every language SIB-200 covers.
+
+SIB-200 (source key "sib200", declared in :mod:`finetasks_afr.benchmarks.sib200`) is built from FLORES-200 dev and
+devtest sentences: every language's config has the same rows under the same `index_id` (the FLORES sentence id,
+unique across SIB-200's train/validation/test), with the same topic; tests/test_translation.py checks this on
+every language of the real release. A task reads ONE config (lighteval loads one per task), the African
+language's, and finds the English sentence of each row by `index_id` in the `eng_Latn` config, loaded once per
+location through the same `load_dataset(path, name, revision)` call lighteval makes (so the hub repository
+Davlan/sib200 and a local mirror both work; the location is resolved when the task is built, like the task's own).
+
+Tasks (:mod:`finetasks_afr.translation` for the forms and metrics), per language X:
+`flores_mt_en2xx_ll_<x>`, `flores_mt_en2xx_gen_<x>` (English -> X) and `flores_mt_xx2en_ll_<x>`,
+`flores_mt_xx2en_gen_<x>` (X -> English). Evaluation on SIB-200's test split (204 sentences), few-shot examples
+from its train split (701), as the sib200 tasks. The same test sentences are scored as plain text by
+`flores_ppl_<x>`.
+
+Generation size: 512 tokens, above the longest SIB-200 test sentence in characters in any language
+(tests/test_translation.py checks it on the real rows), so a tokenizer that spends at most one token per character
+is never cut short; generation stops at the first newline anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from lighteval.tasks.lighteval_task import LightevalTaskConfig
+
+from finetasks_afr.benchmarks.common import clean
+from finetasks_afr.languages import covered_by, language
+from finetasks_afr.sources import hf_location
+from finetasks_afr.translation import Direction, directions, pair_tasks, texts
+
+DATASET = "sib200"
+PREFIX = "flores_mt"
+SPLITS = ("train", "validation", "test")
+GENERATION_SIZE = 512
+
+_ENGLISH: dict[tuple[str, str | None, str], dict[int, str]] = {}
+
+
+def english_sentences(repo: str, revision: str | None, config: str) -> Mapping[int, str]:
+    """index_id -> cleaned English text over every split of `config`, loaded once per (repo, revision, config)."""
+    key = (repo, revision, config)
+    if key not in _ENGLISH:
+        from datasets import load_dataset
+
+        loaded = load_dataset(path=repo, name=config, revision=revision)
+        table: dict[int, str] = {}
+        for split in loaded.values():
+            for row in split:
+                table[int(row["index_id"])] = clean(row["text"])
+        if not table:
+            raise ValueError(f"{repo} ({config}): no English rows; rebuild the mirror or check the hub repository")
+        _ENGLISH[key] = table
+    return _ENGLISH[key]
+
+
+def english_lookup() -> Callable[[int], str]:
+    """index_id -> English sentence, from where the suite reads SIB-200 now (mirror or hub), loaded on first use."""
+    config = language("eng").codes[DATASET]
+    repo, revision = hf_location(DATASET, config)
+
+    def lookup(index_id: int) -> str:
+        table = english_sentences(repo, revision, config)
+        if index_id not in table:
+            raise KeyError(f"index_id {index_id} has no English sentence in {repo} ({config})")
+        return table[index_id]
+
+    return lookup
+
+
+def pair_for(lookup: Callable[[int], str]) -> Callable[[Direction], Callable[[dict], tuple[str, str]]]:
+    """Row of the African language's config -> (source, reference) in the direction's order."""
+
+    def for_direction(direction: Direction) -> Callable[[dict], tuple[str, str]]:
+        def pair(line: dict) -> tuple[str, str]:
+            english = lookup(int(line["index_id"]))
+            own = line["text"]
+            return texts(english, own) if direction.source.iso3 == "eng" else texts(own, english)
+
+        return pair
+
+    return for_direction
+
+
+def tasks() -> list[LightevalTaskConfig]:
+    pair = pair_for(english_lookup())
+    configs = []
+    for lang in covered_by(DATASET):
+        if lang.iso3 == "eng":
+            continue
+        for direction in directions(lang):
+            configs += pair_tasks(
+                prefix=PREFIX,
+                dataset=DATASET,
+                subset=lang.codes[DATASET],
+                language=lang,
+                direction=direction,
+                pair=pair,
+                evaluation_splits=("test",),
+                few_shots_split="train",
+                hf_avail_splits=SPLITS,
+                generation_size=GENERATION_SIZE,
+            )
+    return configs
