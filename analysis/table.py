@@ -70,7 +70,10 @@ NAN_POLICY = (
     "a NaN score means the evaluation produced no number (e.g. a crashed task); "
     "such rows are dropped and counted in the load report"
 )
-ACCEPTED_FORMATS = "a .parquet or .csv score table, an lm-evaluation-harness result .json file, or a directory of them"
+ACCEPTED_FORMATS = (
+    "a .parquet or .csv score table, an lm-evaluation-harness result .json file (v0, or 0.4's results_*.json), "
+    "or a directory of them"
+)
 _MAX_EXAMPLES = 5
 MAX_MAGNITUDE = 1e100
 """Largest |score|, |stderr| or |random_baseline| accepted. Far above any real metric (a random model's word
@@ -1008,12 +1011,20 @@ def read_scores(
 ) -> tuple[pl.DataFrame, LoadReport]:
     """Read any supported score source and validate it: .parquet, .csv, harness .json or a directory.
 
-    `task_info`, `tokens_per_step` and `skip_unknown` apply to lm-evaluation-harness input only.
+    `task_info`, `tokens_per_step` and `skip_unknown` apply to lm-evaluation-harness input only. A folder or .json
+    holding lm-eval 0.4 results (`results_*.json` with `configs`/`n-shot`) is read by `analysis.lm_eval`, anything
+    else JSON by the v0 reader (`read_lm_eval_harness`).
     """
     path = Path(path)
     if not path.exists():
         raise ScoreTableError(f"{path}: no such file or directory; expected {ACCEPTED_FORMATS}")
     if path.is_dir() or path.suffix == ".json":
+        from analysis.lm_eval import looks_like_lm_eval_04, read_lm_eval_04
+
+        if looks_like_lm_eval_04(path):
+            return read_lm_eval_04(
+                path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown
+            )
         return read_lm_eval_harness(
             path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown
         )

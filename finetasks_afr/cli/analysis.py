@@ -22,8 +22,8 @@ SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_swee
 
 ScoresArg = Annotated[
     Path | None,
-    typer.Argument(help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory. "
-                   "Default: the bundled sweep."),
+    typer.Argument(help="Score table: .parquet, .csv, or lm-evaluation-harness JSON files/directory (v0 files, "
+                   "or lm-eval 0.4's --output_path folder). Default: the bundled sweep."),
 ]  # fmt: skip
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML file overriding analysis/default_config.toml.")]

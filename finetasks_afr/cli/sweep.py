@@ -189,7 +189,10 @@ def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> Non
 
 
 def collect_command(
-    dirs: Annotated[list[Path], typer.Argument(help="Sweep directories or lighteval --output-dir folders/files.")],
+    dirs: Annotated[
+        list[Path],
+        typer.Argument(help="Sweep directories, lighteval --output-dir or lm-eval 0.4 --output_path folders/files."),
+    ],
     out: Annotated[Path, typer.Option("--out", help="Score table to write (.parquet).")] = Path("scores.parquet"),
     tokens_per_step: Annotated[
         int | None, typer.Option(help="Tokens per step, where no trainer_state.json says.")
@@ -202,7 +205,7 @@ def collect_command(
     ] = None,
     skip_bad: Annotated[bool, typer.Option(help="Skip corrupt or partial results files (listed).")] = False,
 ) -> None:
-    """Collect lighteval results (a sweep's or your own lighteval loop's) into the score table."""
+    """Collect lighteval results (a sweep's or your own loop's) or lm-eval 0.4 results into the score table."""
     require_output_file(out, (".parquet", ".csv"))
     _collect_into(
         list(dirs), out, tokens_per_step=tokens_per_step, task_info=task_info, custom_tasks=custom_tasks,

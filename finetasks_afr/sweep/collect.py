@@ -7,6 +7,11 @@ from the results file's `model_name` (a local path such as `runs/mix-a/seed-1/ch
 `trainer_state.json` when it is still there, else `tokens_per_step`; task metadata from our suite's TASK_INFO,
 a custom tasks module's TASK_INFO, or a task-info CSV.
 
+lm-evaluation-harness 0.4 results files (`results_<datetime>.json` with `configs`/`n-shot`) found among them are
+read by `analysis.lm_eval` (checkpoint from `config.model_args` by the same rule, `analysis.lm_eval.checkpoint_of`;
+group aggregates skipped; one filter per metric) and described by its built-in AfroBench task info unless the
+task-info CSV or a custom module says otherwise.
+
 When the same checkpoint, task and few-shot count appear in two results files (a re-run), the newer file wins
 and the older is listed in the report; nothing is counted twice.
 """
@@ -23,12 +28,13 @@ from typing import Any
 
 import polars as pl
 
+from analysis.lm_eval import builtin_task_info, checkpoint_of, is_lm_eval_04, read_results_file
+from analysis.metrics import metric_info
 from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
-from finetasks_afr.sweep.discover import Checkpoint, identity_from_path, tokens_of
+from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
-_STEP_REVISION = re.compile(r"step[-_]?(\d+)", re.IGNORECASE)
 _TIMESTAMP = re.compile(r"results_(.+)\.json$")
 
 
@@ -64,6 +70,8 @@ class _ResultFile:
     task_info: dict[str, TaskInfo]
     order: str  # sorts older before newer
     settings: dict | None = None  # a sweep part's result-changing settings
+    lm_eval: bool = False  # an lm-evaluation-harness 0.4 file (analysis.lm_eval's task info applies)
+    notes: list[str] = field(default_factory=list)  # what reading it left out
 
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
@@ -102,29 +110,33 @@ def _checkpoint_from_config(path: Path, data: dict, tokens_per_step: int | None)
     if not isinstance(model_name, str) or not model_name:
         raise CollectError(f"{path}: config_general has no model_name; cannot tell which checkpoint this is")
     revision = model_config.get("revision")
-    local = Path(model_name)
-    if local.is_absolute() or local.exists():
-        run, seed, step = identity_from_path(model_name)
-        if step is None:
-            raise CollectError(
-                f"{path}: cannot read a training step from model_name {model_name!r}; fix: evaluate checkpoint "
-                "folders named checkpoint-<step> (or step-<step>)"
-            )
-        directory = local if local.is_dir() else None
-        return Checkpoint(run, seed, step, tokens_of(directory, step, tokens_per_step), model_name, None)
-    match = _STEP_REVISION.search(revision or "")
-    if not match:
-        raise CollectError(
-            f"{path}: model {model_name!r} is neither a local checkpoint folder nor a hub revision naming a step "
-            f"(revision {revision!r}); fix: evaluate revisions named step<N>"
-        )
-    step = int(match.group(1))
-    tokens = None if tokens_per_step is None else tokens_per_step * step
-    return Checkpoint(model_name.split("/")[-1], None, step, tokens, model_name, revision)
+    try:
+        return checkpoint_of(path, model_name, revision, tokens_per_step)
+    except ScoreTableError as error:
+        raise CollectError(str(error)) from error
+
+
+def _read_lm_eval_file(path: Path, data: dict, tokens_per_step: int | None) -> _ResultFile:
+    """An lm-eval 0.4 file in lighteval's results shape; metrics the analysis does not know are left out (noted)."""
+    try:
+        found = read_results_file(path, tokens_per_step, data)
+    except ScoreTableError as error:
+        raise CollectError(str(error)) from error
+    results = found.lighteval_results()
+    unknown = {m for metrics in results.values() for m in metrics if metric_info(m.removesuffix("_stderr")) is None}
+    results = {key: {m: v for m, v in metrics.items() if m not in unknown} for key, metrics in results.items()}
+    notes = [f"lm-eval: skipped group aggregate(s) {', '.join(sorted(found.groups))}"] if found.groups else []
+    notes += [f"lm-eval: one filter per metric: {'; '.join(sorted(found.filters))}"] if found.filters else []
+    if unknown:
+        names = sorted({m.removesuffix("_stderr") for m in unknown})
+        notes.append(f"lm-eval: skipped metrics unknown to the analysis: {', '.join(names)}")
+    return _ResultFile(path, found.checkpoint, results, {}, found.order[0], lm_eval=True, notes=notes)
 
 
 def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     data = _load_json(path)
+    if is_lm_eval_04(data):
+        return _read_lm_eval_file(path, data, tokens_per_step)
     results = data.get("results")
     if not isinstance(results, dict) or not results:
         raise CollectError(f"{path}: no 'results' object (a partial or interrupted write?)")
@@ -243,7 +255,7 @@ def collect(
     if not files:
         raise CollectError(
             f"no lighteval results file (results_*.json) under {', '.join(map(str, roots))}; "
-            "fix: point at the --output-dir of lighteval or at a sweep's --out"
+            "fix: point at the --output-dir of lighteval, a sweep's --out or lm-eval 0.4's --output_path"
         )
     parsed: list[_ResultFile] = []
     for path in files:
@@ -264,6 +276,7 @@ def collect(
         )
     frame = pl.DataFrame(rows, schema=SCHEMA)
     report.files = len(parsed)
+    report.notes += list(dict.fromkeys(note for result in parsed for note in result.notes))  # once, not per file
     try:
         frame, load = validate(frame, source=", ".join(map(str, roots)))
     except ScoreTableError as error:
@@ -300,7 +313,8 @@ def _known_task_info(
     parsed: list[_ResultFile], task_info: Mapping[str, TaskInfo] | Path | None, custom_tasks: str | Path | None
 ) -> dict[str, TaskInfo]:
     """Metadata for tasks the sweep manifests do not describe. Precedence: the task-info CSV, the custom module,
-    the suite; a module (a few seconds of lighteval import and task building) is imported only when needed."""
+    analysis.lm_eval's built-in info (tasks of lm-eval 0.4 files only), the suite; a module (a few seconds of
+    lighteval import and task building) is imported only when needed."""
     described = {task for result in parsed for task in result.task_info}
     wanted = {key.partition("|")[0] for result in parsed for key in result.results if key != "all"} - described
     known: dict[str, TaskInfo] = {}
@@ -308,6 +322,8 @@ def _known_task_info(
         known = read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else dict(task_info)
     if wanted - set(known) and custom_tasks is not None:
         known = {**module_task_info(custom_tasks), **known}
+    lm_eval_tasks = {key.partition("|")[0] for result in parsed if result.lm_eval for key in result.results}
+    known = {**builtin_task_info(lm_eval_tasks - set(known)), **known}  # lm-eval names (AfroBench, Pythia's)
     if wanted - set(known):
         known = {**suite_task_info(), **known}
     return known
