@@ -7,7 +7,9 @@ lm-evaluation-harness's AfroBench, English -> X reads `eng_source_text` and X ->
 (EleutherAI/lm-evaluation-harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/salt/prompt_1/
 salt#L5-L9; fields from salt_eng-teo.yaml#L2-L4 and salt_teo-eng.yaml#L2-L4).
 
-Tasks: `salt_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.translation`); every task reads `text-all`.
+Tasks: `salt_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.translation`); every task reads `text-all`
+(the only config mirrored, `config_names`); a language's code here is the prefix of its field (`teo` in
+`teo_text`), not a config.
 Unpinned; licence not verified offline. Generation size 512 tokens (not measured: no rows offline).
 """
 
@@ -17,7 +19,7 @@ from collections.abc import Callable
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import AfricanLanguage, covered_by
+from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
 from finetasks_afr.sources import DatasetSource
 from finetasks_afr.translation import Direction, directions, pair_tasks, texts
 
@@ -34,7 +36,7 @@ SOURCES = (
         hub_repo="Sunbird/salt",
         revision=None,
         splits=("train", "dev", "test"),
-        codes=dict.fromkeys(LANGUAGES, CONFIG),
+        codes=same_codes(" ".join(LANGUAGES)),  # the dataset's name for a language: its `<code>_text` field
         config_names=(CONFIG,),
         notes="Unpinned. Licence not verified. Multi-way parallel: one config (text-all) for every language; "
         "fields and splits from lm-evaluation-harness's AfroBench salt YAMLs.",
@@ -44,7 +46,7 @@ SOURCES = (
 
 def pair_for(language: AfricanLanguage) -> Callable[[Direction], Callable[[dict], tuple[str, str]]]:
     """Row -> (source, reference): English -> X reads eng_source_text, X -> English eng_target_text."""
-    field = f"{language.iso3}_text"
+    field = f"{language.codes[DATASET]}_text"
 
     def for_direction(direction: Direction) -> Callable[[dict], tuple[str, str]]:
         def pair(line: dict) -> tuple[str, str]:
