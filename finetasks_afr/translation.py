@@ -38,6 +38,7 @@ tokens are scored in the ll form, so the examples cost context but never enter t
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -258,8 +259,12 @@ def pair_tasks(
     hf_avail_splits: tuple[str, ...],
     generation_size: int,
     forms: Sequence[str] = tuple(FORMS),
+    location: tuple[str, str | None] | None = None,
 ) -> list[LightevalTaskConfig]:
-    """The ll and gen tasks of one language and direction, reading config `subset` of `dataset`."""
+    """The ll and gen tasks of one language and direction, reading config `subset` of `dataset`.
+
+    `location` = (hf_repo, hf_revision) overrides where the config is read (default: `hf_location`, the mirror when
+    it holds the config, else the hub); FLORES uses it to read both sides of a pair from one place."""
     configs = []
     for form in forms:
         name = mt_task_name(prefix, direction, form, language.iso3)
@@ -273,17 +278,18 @@ def pair_tasks(
             dataset=dataset,
             subset=subset,
         )
-        configs.append(
-            build_config(
-                name=name,
-                info=info,
-                prompt_function=translation_prompt(direction.source, direction.target, skipping(name, pair(direction))),
-                metrics=[BITS_PER_BYTE] if form == "ll" else [CHRF_PLUS_PLUS],
-                evaluation_splits=evaluation_splits,
-                few_shots_split=few_shots_split,
-                hf_avail_splits=hf_avail_splits,
-                generation_size=generation_size if form == "gen" else None,
-                stop_sequence=STOP if form == "gen" else None,
-            )
+        config = build_config(
+            name=name,
+            info=info,
+            prompt_function=translation_prompt(direction.source, direction.target, skipping(name, pair(direction))),
+            metrics=[BITS_PER_BYTE] if form == "ll" else [CHRF_PLUS_PLUS],
+            evaluation_splits=evaluation_splits,
+            few_shots_split=few_shots_split,
+            hf_avail_splits=hf_avail_splits,
+            generation_size=generation_size if form == "gen" else None,
+            stop_sequence=STOP if form == "gen" else None,
         )
+        if location is not None:
+            config = dataclasses.replace(config, hf_repo=location[0], hf_revision=location[1])
+        configs.append(config)
     return configs

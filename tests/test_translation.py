@@ -299,6 +299,29 @@ def test_flores_tasks_pair_real_rows_by_index_id_in_every_language(sib_mirror: P
     assert longest <= flores_mt.GENERATION_SIZE  # a tokenizer spending one token per character is never cut short
 
 
+@pytest.mark.shared_data
+def test_both_sides_of_a_flores_pair_come_from_one_place(shared_data: Path, tmp_path: Path) -> None:
+    """A mirror without eng_Latn is not mixed with the hub: the language's tasks then read the hub for both."""
+    from finetasks_afr.mirror import import_raw
+
+    partial, full = tmp_path / "partial", tmp_path / "full"
+    import_raw(shared_data, partial, datasets=["sib200"], configs=["hau_Latn"])
+    import_raw(shared_data, full, datasets=["sib200"], configs=["hau_Latn", "eng_Latn"])
+    for mirror, expected in ((partial, ("Davlan/sib200", None)), (full, (str(full / "sib200"), None))):
+        configs = _mirror_tasks(mirror, [flores_mt])
+        for name in ("flores_mt_en2xx_ll_hau", "flores_mt_xx2en_gen_hau"):
+            assert (configs[name].hf_repo, configs[name].hf_revision) == expected, (mirror.name, name)
+        assert configs["flores_mt_en2xx_gen_yor"].hf_repo == "Davlan/sib200"  # not mirrored at all
+    docs = _eval_docs(_mirror_tasks(full, [flores_mt])["flores_mt_en2xx_gen_hau"])
+    assert len(docs) == 204 and all(doc.query.startswith("EN: ") and doc.query.endswith(" HA:") for doc in docs)
+
+
+def _eval_docs(config: Any) -> list[Any]:
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    return LightevalTask(config).eval_docs()
+
+
 def test_hand_written_rows_render_for_mafand_ntrex_salt(tmp_path: Path) -> None:
     import sys
 

@@ -6,7 +6,9 @@ unique across SIB-200's train/validation/test), with the same topic; tests/test_
 every language of the real release. A task reads ONE config (lighteval loads one per task), the African
 language's, and finds the English sentence of each row by `index_id` in the `eng_Latn` config, loaded once per
 location through the same `load_dataset(path, name, revision)` call lighteval makes (so the hub repository
-Davlan/sib200 and a local mirror both work; the location is resolved when the task is built, like the task's own).
+Davlan/sib200 and a local mirror both work). Both configs are read from ONE place, resolved when the task is built:
+the mirror when it holds both, else the hub (a partial mirror without `eng_Latn` would otherwise pair mirrored
+rows with hub rows, and fail offline).
 
 Tasks (:mod:`finetasks_afr.translation` for the forms and metrics), per language X:
 `flores_mt_en2xx_ll_<x>`, `flores_mt_en2xx_gen_<x>` (English -> X) and `flores_mt_xx2en_ll_<x>`,
@@ -27,7 +29,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.benchmarks.common import clean
 from finetasks_afr.languages import covered_by, language
-from finetasks_afr.sources import hf_location
+from finetasks_afr.sources import hf_location, source
 from finetasks_afr.translation import Direction, directions, pair_tasks, texts
 
 DATASET = "sib200"
@@ -55,10 +57,21 @@ def english_sentences(repo: str, revision: str | None, config: str) -> Mapping[i
     return _ENGLISH[key]
 
 
-def english_lookup() -> Callable[[int], str]:
-    """index_id -> English sentence, from where the suite reads SIB-200 now (mirror or hub), loaded on first use."""
-    config = language("eng").codes[DATASET]
-    repo, revision = hf_location(DATASET, config)
+def pair_location(code: str) -> tuple[str, str | None]:
+    """Where a pair with the language config `code` is read: the mirror when it holds that config and English."""
+    here = hf_location(DATASET, code)
+    if here == hf_location(DATASET, english_config()):
+        return here
+    return source(DATASET).hub_repo, source(DATASET).revision
+
+
+def english_config() -> str:
+    return language("eng").codes[DATASET]
+
+
+def english_lookup(repo: str, revision: str | None) -> Callable[[int], str]:
+    """index_id -> English sentence of SIB-200 at (repo, revision), loaded on first use."""
+    config = english_config()
 
     def lookup(index_id: int) -> str:
         table = english_sentences(repo, revision, config)
@@ -84,11 +97,12 @@ def pair_for(lookup: Callable[[int], str]) -> Callable[[Direction], Callable[[di
 
 
 def tasks() -> list[LightevalTaskConfig]:
-    pair = pair_for(english_lookup())
     configs = []
     for lang in covered_by(DATASET):
         if lang.iso3 == "eng":
             continue
+        location = pair_location(lang.codes[DATASET])
+        pair = pair_for(english_lookup(*location))
         for direction in directions(lang):
             configs += pair_tasks(
                 prefix=PREFIX,
@@ -101,5 +115,6 @@ def tasks() -> list[LightevalTaskConfig]:
                 few_shots_split="train",
                 hf_avail_splits=SPLITS,
                 generation_size=GENERATION_SIZE,
+                location=location,
             )
     return configs
