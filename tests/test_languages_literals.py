@@ -39,6 +39,7 @@ from finetasks_afr.literals import (
 from finetasks_afr.prompt_words import HUMAN_WORDS, REJECTED
 
 EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name order)
+    "afrihate": 15,
     "afrimgsm": 18,
     "afrimmlu": 17,
     "afriqa": 10,
@@ -48,10 +49,18 @@ EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name
     "winogrande_afr": 12,  # 11 translations + English (the English columns of winogrande_am)
     "mmlu_clinical_afr": 11,
     "mmlu_en": 1,  # English MMLU from cais/mmlu
+    "global_mmlu": 10,  # 9 African configs + en
+    "injongointent": 17,  # 16 African languages + eng
+    "mafand": 21,  # 15 paired with English, 6 with French
     "masakhanews": 15,
     "naijarc": 3,
+    "nollysenti": 5,  # hau ibo pcm yor + eng
+    "ntrex": 25,
+    "openai_mmmlu": 2,
+    "salt": 7,
     "sib200": 55,  # 54 African languages (knc_Arab, taq_Tfng: second scripts, excluded) + eng_Latn
     "uhura_arc_easy": 7,
+    "uhura_truthfulqa": 7,  # 6 African languages + en
 }
 DATASETS = dataset_keys()
 # languages with lm-evaluation-harness afrixnli verbalisers (Swahili aside)

@@ -58,6 +58,15 @@ def test_sources_cover_every_key() -> None:
         "afriqa",
         "naijarc",
         "uhura_arc_easy",
+        "openai_mmmlu",
+        "global_mmlu",
+        "uhura_truthfulqa",
+        "injongointent",
+        "nollysenti",
+        "afrihate",
+        "mafand",
+        "ntrex",
+        "salt",
     }
     assert set(SOURCES) == expected
     assert SOURCES["afrimmlu"].revision == "refs/pr/1"
