@@ -234,16 +234,22 @@ def directions(language: AfricanLanguage, pivot: Side = ENGLISH) -> tuple[Direct
     return Direction(pivot, own, f"{short}2xx"), Direction(own, pivot, f"xx2{short}")
 
 
-def mt_task_name(prefix: str, direction: Direction, form: str, iso3: str) -> str:
-    """`<prefix>_<direction>_<form>_<iso3>`, e.g. `flores_mt_en2xx_ll_hau`, `mafand_mt_xx2fr_gen_bam`.
+def reference_task_name(benchmark: str, form: str, iso3: str) -> str:
+    """`<benchmark>_<form>_<iso3>`, e.g. `xlsum_ll_hau`, `afridiacritics_gen_yor`, `flores_mt_en2xx_ll_hau`.
 
     The suite's names end in the language code (optionally followed by cf/mcf/hybrid and `_enprompt`, which do not
-    apply here), so direction and form come before it; the benchmark recorded in TASK_INFO is
-    `<prefix>_<direction>`, so an ll task and a gen task of one direction and language are one benchmark's two
-    formulations for the analysis (as CF and MCF are elsewhere)."""
+    apply here), so the form comes before it; the benchmark recorded in TASK_INFO is the name without form and
+    language, so an ll task and a gen task of one language are one benchmark's two formulations for the analysis
+    (as CF and MCF are elsewhere)."""
     if form not in FORMS:
         raise ValueError(f"unknown translation form {form!r}; known: {', '.join(FORMS)}")
-    return f"{prefix}_{direction.code}_{form}_{iso3}"
+    return f"{benchmark}_{form}_{iso3}"
+
+
+def mt_task_name(prefix: str, direction: Direction, form: str, iso3: str) -> str:
+    """`<prefix>_<direction>_<form>_<iso3>`, e.g. `flores_mt_en2xx_ll_hau`, `mafand_mt_xx2fr_gen_bam`: the
+    benchmark is `<prefix>_<direction>` (:func:`reference_task_name`)."""
+    return reference_task_name(f"{prefix}_{direction.code}", form, iso3)
 
 
 def pair_tasks(
@@ -265,11 +271,46 @@ def pair_tasks(
 
     `location` = (hf_repo, hf_revision) overrides where the config is read (default: `hf_location`, the mirror when
     it holds the config, else the hub); FLORES uses it to read both sides of a pair from one place."""
+    return reference_tasks(
+        benchmark=f"{prefix}_{direction.code}",
+        dataset=dataset,
+        subset=subset,
+        language=language,
+        prompt_for=lambda name: translation_prompt(direction.source, direction.target, skipping(name, pair(direction))),
+        evaluation_splits=evaluation_splits,
+        few_shots_split=few_shots_split,
+        hf_avail_splits=hf_avail_splits,
+        generation_size=generation_size,
+        forms=forms,
+        location=location,
+    )
+
+
+def reference_tasks(
+    *,
+    benchmark: str,
+    dataset: str,
+    subset: str,
+    language: AfricanLanguage,
+    prompt_for: Callable[[str], Callable[[dict, str], Doc | None]],
+    evaluation_splits: tuple[str, ...],
+    few_shots_split: str | None,
+    hf_avail_splits: tuple[str, ...],
+    generation_size: int,
+    forms: Sequence[str] = tuple(FORMS),
+    location: tuple[str, str | None] | None = None,
+) -> list[LightevalTaskConfig]:
+    """The ll and gen tasks (`<benchmark>_<form>_<iso3>`) of any (source, reference) prompt, not only translation.
+
+    `prompt_for(task name)` returns the task's prompt function: a Doc whose one choice (gold index 0) is the
+    reference, or None for a row that cannot become one (wrap the row adapter in `skipping(task name, ...)` so it
+    is counted). Both forms share the prompt, so the ll form scores exactly the text the gen form is compared with
+    (summarisation and diacritic restoration use this as translation does). `location` as in :func:`pair_tasks`."""
     configs = []
     for form in forms:
-        name = mt_task_name(prefix, direction, form, language.iso3)
+        name = reference_task_name(benchmark, form, language.iso3)
         info = TaskInfo(
-            benchmark=f"{prefix}_{direction.code}",
+            benchmark=benchmark,
             language=language.iso3,
             category=CATEGORY,
             formulation=FORMS[form],
@@ -281,7 +322,7 @@ def pair_tasks(
         config = build_config(
             name=name,
             info=info,
-            prompt_function=translation_prompt(direction.source, direction.target, skipping(name, pair(direction))),
+            prompt_function=prompt_for(name),
             metrics=[BITS_PER_BYTE] if form == "ll" else [CHRF_PLUS_PLUS],
             evaluation_splits=evaluation_splits,
             few_shots_split=few_shots_split,

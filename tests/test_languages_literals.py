@@ -39,6 +39,7 @@ from finetasks_afr.literals import (
 from finetasks_afr.prompt_words import HUMAN_WORDS, REJECTED
 
 EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name order)
+    "afridiacritics": 5,
     "afrihate": 15,
     "afrimgsm": 18,
     "afrimmlu": 17,
@@ -61,6 +62,7 @@ EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name
     "sib200": 55,  # 54 African languages (knc_Arab, taq_Tfng: second scripts, excluded) + eng_Latn
     "uhura_arc_easy": 7,
     "uhura_truthfulqa": 7,  # 6 African languages + en
+    "xlsum": 10,
 }
 DATASETS = dataset_keys()
 # languages with lm-evaluation-harness afrixnli verbalisers (Swahili aside)

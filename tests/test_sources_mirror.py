@@ -67,6 +67,8 @@ def test_sources_cover_every_key() -> None:
         "mafand",
         "ntrex",
         "salt",
+        "xlsum",
+        "afridiacritics",
     }
     assert set(SOURCES) == expected
     assert SOURCES["afrimmlu"].revision == "refs/pr/1"
