@@ -35,10 +35,15 @@ YORUBA, SWAHILI, ENGLISH, HAUSA, VAI = "afrimgsm_yor", "afrimgsm_swa", "afrimgsm
 
 @pytest.fixture(scope="module")
 def tasks() -> dict[str, Any]:
-    """The generative tasks of the suite by name (both prompt variants share their metrics)."""
+    """The QA-style generative tasks of the suite by name (both prompt variants share their metrics); translation,
+    summarisation and diacritics are scored with chrF++ (tests/test_translation.py)."""
     from finetasks_afr.tasks import TASK_INFO, TASKS_TABLE
 
-    return {config.name: config for config in TASKS_TABLE if TASK_INFO[config.name].formulation == "GEN"}
+    return {
+        config.name: config
+        for config in TASKS_TABLE
+        if TASK_INFO[config.name].formulation == "GEN" and TASK_INFO[config.name].benchmark in ("afrimgsm", "afriqa")
+    }
 
 
 def _config(tasks: dict[str, Any], name: str) -> Any:
