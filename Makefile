@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror bench-suite demo clean test-vllm
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror coverage-table bench-suite demo clean test-vllm
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,10 @@ test-vllm: install
 ## (about 10-15 minutes on 2 cores).
 bench-suite: install
 	$(PY) bench/bench_suite.py --max-samples 4 --out out/bench/suite.json
+
+## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/test_afrobench_coverage.py checks it).
+coverage-table: install
+	$(PY) scripts/afrobench_coverage.py --write
 
 ## Build the local dataset mirror from ../shared/data (or RAW=...) into DATA_DIR (default out/mirror).
 RAW ?= ../shared/data

@@ -6,11 +6,12 @@ per data mix: this module pairs every task of a language with its benchmark's En
 difference checkpoint by checkpoint.
 
 Pairing. A language task and an English task pair when they share benchmark, formulation, few-shot count and
-metric, and the English task's language is `eng`. When a benchmark has several English tasks for one key (two
-prompt variants), the English task named like the language task (`_<lang>_` -> `_eng_`, without the English
-prompt-word suffix) is taken. Both prompt variants of a language pair with the same English task; the one with
-English prompt words (`prompt = en`) differs from the English task only by the language of its content, so the
-report and the figure show that one where it exists.
+metric, and the English task's language is `eng`; a metric is compared without the language code lighteval puts in
+generative metric names (`f1_yor` and `f1_eng` are both `f1`, the `metric` of the outputs). When a benchmark has
+several English tasks for one key (two prompt variants), the English task named like the language task (`_<lang>_`
+-> `_eng_`, without the English prompt-word suffix) is taken. Both prompt variants of a language pair with the same
+English task; the one with English prompt words (`prompt = en`) differs from the English task only by the language
+of its content, so the report and the figure show that one where it exists.
 
 Per (pair, run, seed, step) the gap is `english score - language score` (both seeds must be evaluated). Per
 (pair, run, step) the CSV holds the mean over seeds with an interval from the scores' standard errors: the
@@ -28,6 +29,7 @@ is better (the gap itself for higher-is-better metrics, minus the gap for bits p
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,12 +74,20 @@ class EnglishGap:
 
 
 def pair_tasks(table: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """(task, english_task, fewshot, metric, benchmark, language, formulation, prompt) of every pairable task."""
-    keys = ["benchmark", "formulation", "fewshot", "metric"]
-    tasks = table.select("task", "language", *keys).unique()
-    english = tasks.filter(pl.col("language") == ENGLISH).drop("language").rename({"task": "english_task"})
-    others = tasks.filter(pl.col("language") != ENGLISH)
-    pairs = others.join(english, on=keys, how="inner")
+    """(task, english_task, fewshot, metric, language_metric, english_metric, benchmark, language, formulation,
+    prompt) of every pairable task; `metric` is the metric without its language code (`metric_family`)."""
+    keys = ["benchmark", "formulation", "fewshot", "metric_key"]
+    names = table.get_column("metric").unique().to_list()
+    family = pl.col("metric").replace_strict({m: metric_family(m) for m in names}, return_dtype=pl.String)
+    tasks = table.select("task", "language", "benchmark", "formulation", "fewshot", "metric").unique()
+    tasks = tasks.with_columns(family.alias("metric_key") if names else pl.col("metric").alias("metric_key"))
+    english = (
+        tasks.filter(pl.col("language") == ENGLISH)
+        .drop("language")
+        .rename({"task": "english_task", "metric": "english_metric"})
+    )
+    others = tasks.filter(pl.col("language") != ENGLISH).rename({"metric": "language_metric"})
+    pairs = others.join(english, on=keys, how="inner").rename({"metric_key": "metric"})
     expected = {
         (task, language): _english_name(task, language)
         for task, language in pairs.select("task", "language").unique().iter_rows()
@@ -99,6 +109,15 @@ def pair_tasks(table: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return pairs.with_columns(prompt.alias("prompt")).sort(PAIR), notes
 
 
+def metric_family(metric: str) -> str:
+    """A metric name without the language code lighteval puts in it (`f1_yor` -> `f1`, `exact_match_eng_prefix` ->
+    `exact_match_prefix`): the generative tasks of two languages report their F1 under two names."""
+    return _LANGUAGE_IN_METRIC.sub(r"\1", metric)
+
+
+_LANGUAGE_IN_METRIC = re.compile(r"^(f1|exact_match)_[a-z]{2,3}(?=$|_)")
+
+
 def _english_name(task: str, language: str) -> str:
     """The English task named like `task`: `_<lang>_` (or a final `_<lang>`) -> `_eng`, English-words suffix off."""
     base = task.removesuffix(ENGLISH_PROMPT_SUFFIX)
@@ -110,16 +129,30 @@ def _english_name(task: str, language: str) -> str:
 def _seed_gaps(table: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """One row per (pair, run, seed, step) where both tasks were evaluated: both scores and stderrs, the gap."""
     seed = pl.col("seed").fill_null(-1)
-    side = ["run", "seed", "step", "fewshot", "metric"]
-    language = table.join(pairs, on=["task", "fewshot", "metric"], how="inner", suffix="_pair").select(
-        *PAIR, "benchmark", "language", "formulation", "prompt", "run", seed, "step", "tokens",
-        pl.col("score").alias("language_score"), pl.col("stderr").alias("language_stderr"),
-    )  # fmt: skip
+    side = ["run", "seed", "step", "fewshot"]
+    language = (
+        table.rename({"metric": "language_metric"})
+        .join(pairs, on=["task", "fewshot", "language_metric"], how="inner", suffix="_pair")
+        .select(
+            *PAIR,
+            "english_metric",
+            "benchmark",
+            "language",
+            "formulation",
+            "prompt",
+            "run",
+            seed,
+            "step",
+            "tokens",
+            pl.col("score").alias("language_score"),
+            pl.col("stderr").alias("language_stderr"),
+        )
+    )
     english = table.filter(pl.col("language") == ENGLISH).select(
-        pl.col("task").alias("english_task"), *side[:1], seed, *side[2:],
-        pl.col("score").alias("english_score"), pl.col("stderr").alias("english_stderr"),
+        pl.col("task").alias("english_task"), pl.col("metric").alias("english_metric"), "run", seed, "step",
+        "fewshot", pl.col("score").alias("english_score"), pl.col("stderr").alias("english_stderr"),
     )  # fmt: skip
-    joined = language.join(english, on=["english_task", *side], how="inner")
+    joined = language.join(english, on=["english_task", "english_metric", *side], how="inner")
     metrics = joined.get_column("metric").unique().to_list()
     sign = (
         pl.col("metric").replace_strict({m: _orientation(m) for m in metrics}, return_dtype=pl.Float64)

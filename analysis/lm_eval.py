@@ -368,7 +368,7 @@ _FAMILIES: dict[str, _Family] = {
 
 _PROMPT = re.compile(r"^(?P<base>.+)_prompt_\d+$")
 _PIVOTS = frozenset({"eng", "fra"})  # the non-African side of a translation pair
-_RENAMES = {"swh": "swa", "gaz": "orm"}  # FLORES' individual codes -> ours (finetasks_afr.languages.flores_codes)
+_RENAMES = {"swh": "swa", "gaz": "orm", "mlg": "plt"}  # individual codes -> ours (flores_codes; Malagasy is plt)
 _XLSUM_NAMES = {"pidgin": "pcm"}  # XL-Sum's "pidgin" is Nigerian Pidgin; langcodes would find Solomons Pijin
 
 

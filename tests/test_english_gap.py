@@ -12,7 +12,14 @@ import pytest
 from scipy.stats import norm, spearmanr
 
 from analysis.config import Config
-from analysis.english_gap import GAP_COLUMNS, SUMMARY_COLUMNS, display_rows, english_gap, pair_tasks
+from analysis.english_gap import (
+    GAP_COLUMNS,
+    SUMMARY_COLUMNS,
+    display_rows,
+    english_gap,
+    metric_family,
+    pair_tasks,
+)
 from analysis.table import validate
 
 RUNS = ("mix-afr60", "mix-afr10", "mix-eng")
@@ -191,6 +198,28 @@ def test_display_rows_show_the_english_prompt_variant_once_per_language_and_run(
     assert shown.group_by(["benchmark", "language", "run"]).len().get_column("len").max() == 1
 
 
+def test_generative_metrics_pair_without_their_language_code() -> None:
+    rows = [
+        _row("r", None, s, "afrimgsm_eng", "eng", e, 0.01, benchmark="afrimgsm", metric="f1_eng", formulation="GEN",
+             baseline=0.0)
+        for s, e in ((1, 0.4), (2, 0.5))
+    ] + [
+        _row("r", None, s, "afrimgsm_yor", "yor", v, 0.01, benchmark="afrimgsm", metric="f1_yor", formulation="GEN",
+             baseline=0.0)
+        for s, v in ((1, 0.1), (2, 0.3))
+    ]  # fmt: skip
+    gap = english_gap(_table(rows), Config())
+    assert gap.gaps.get_column("metric").to_list() == ["f1", "f1"]
+    assert gap.gaps.get_column("gap").to_list() == pytest.approx([0.3, 0.2])
+    assert [metric_family(m) for m in ("f1_yor", "exact_match_gaz_prefix", "f1_macro", "acc_norm", "f1")] == [
+        "f1",
+        "exact_match_prefix",
+        "f1_macro",
+        "acc_norm",
+        "f1",
+    ]
+
+
 def test_a_table_without_english_tasks_has_no_gap() -> None:
     rows = [_row("r", None, s, "afrimmlu_hau_cf", "hau", 0.3, 0.01) for s in (1, 2, 3)]
     gap = english_gap(_table(rows), Config())
@@ -231,3 +260,30 @@ def test_no_gap_section_or_files_without_english_counterparts(tmp_path: Path) ->
     run_selection(table, LoadReport(source="no English", n_rows=table.height), Config(), out, figures=False)
     assert not (out / "english_gap.csv").exists() and not (out / "english_gap_summary.csv").exists()
     assert "Gap to English" not in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_every_suite_benchmark_with_an_english_task_pairs_all_its_language_tasks() -> None:
+    """On the suite's own task metadata: each language task of a benchmark that has an English task of its
+    formulation pairs with exactly that task (no ambiguity note), and the benchmarks the README names pair."""
+    from finetasks_afr.tasks import TASK_INFO, TASKS_TABLE
+
+    first_metric = {config.name: config.metrics[0].metric_name for config in TASKS_TABLE}  # f1_yor for afrimgsm_yor
+    rows = [
+        _row("r", None, 1, name, info.language, 1.0 if info.formulation == "PPL" else 0.5, 0.01,
+             benchmark=info.benchmark, metric=str(first_metric[name]),
+             baseline=None if info.formulation == "PPL" else 0.25, formulation=info.formulation)
+        for name, info in TASK_INFO.items()
+    ]  # fmt: skip
+    pairs, notes = pair_tasks(_table(rows))
+    assert not notes
+    english = {(i.benchmark, i.formulation) for i in TASK_INFO.values() if i.language == "eng"}
+    expected = {
+        name for name, i in TASK_INFO.items() if i.language != "eng" and (i.benchmark, i.formulation) in english
+    }
+    assert set(pairs.get_column("task")) == expected and pairs.height == len(expected)
+    for row in pairs.iter_rows(named=True):
+        assert TASK_INFO[row["english_task"]].benchmark == TASK_INFO[row["task"]].benchmark
+    paired = set(pairs.get_column("benchmark"))
+    assert {"afrimmlu", "afrixnli", "afrimgsm", "belebele", "sib200", "masakhanews", "uhura_arc_easy",
+            "winogrande_afr", "mmlu_afr_virology", "global_mmlu", "nollysenti", "injongointent", "injongointent4",
+            "uhura_truthfulqa", "flores_ppl", "belebele_ppl"} <= paired  # fmt: skip
