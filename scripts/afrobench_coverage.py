@@ -27,12 +27,16 @@ START, END = "<!-- afrobench-coverage:start -->", "<!-- afrobench-coverage:end -
 
 # AfroBench's languages that are not African (pivots and the non-African FLORES / NTREX / XL-Sum configs):
 # not counted, so that a missing African language can never hide among them.
-NOT_AFRICAN = frozenset({"eng", "fra", "por", "ara", "arb", "ace", "acq", "ban", "sun", "msa", "tam", "tel", "urd", "ton"})
+NOT_AFRICAN = frozenset(
+    {"eng", "fra", "por", "ara", "arb", "ace", "acq", "ban", "sun", "msa", "tam", "tel", "urd", "ton"}
+)
 
 # AfriHate is not in lm-evaluation-harness (its afrobench.yaml comments it out: "dataset not publicly available
 # yet"); AfroBench runs it through its API. Languages: NaijaAI/AfroBench@ee51b4c
 # prompt_with_API/afrobench_tasks afrihate YAML, as recorded in shared/notes/afrobench-coverage.tsv.
-AFRIHATE_LANGUAGES = frozenset("amh arq ary hau ibo kin orm pcm som swa tir twi xho yor zul".split())
+AFRIHATE_LANGUAGES = frozenset(
+    ["amh", "arq", "ary", "hau", "ibo", "kin", "orm", "pcm", "som", "swa", "tir", "twi", "xho", "yor", "zul"]
+)
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,10 @@ _FORM_ORDER = ("CF", "MCF", "HYBRID", "GEN", "PPL")
 def table() -> str:
     """The coverage table (Markdown) and the line that sums it up."""
     theirs, ours = afrobench_languages(), our_languages()
-    rows, all_theirs, all_covered, datasets_covered = [], set(), set(), 0
+    rows: list[str] = []
+    all_theirs: set[str] = set()
+    all_covered: set[str] = set()
+    datasets_covered = 0
     for dataset in DATASETS:
         african = theirs[dataset.folder]
         benchmarks = sorted(name for name in ours if dataset.ours and re.fullmatch(dataset.ours, name))
