@@ -329,12 +329,9 @@ def test_f1_macro_equals_a_direct_macro_f1_and_has_a_bootstrap_stderr() -> None:
     assert name == "f1_macro"
     items = _items(F1_MACRO)
     assert aggregate(items) == pytest.approx(expected, abs=1e-12)
-    try:
-        from sklearn.metrics import f1_score
-    except ImportError:  # pragma: no cover - lighteval requires scikit-learn
-        pass
-    else:
-        assert f1_score(GOLD, PRED, average="macro") == pytest.approx(expected, abs=1e-12)
+    from sklearn.metrics import f1_score  # a lighteval dependency: always installed
+
+    assert f1_score(GOLD, PRED, average="macro") == pytest.approx(expected, abs=1e-12)
     # lighteval's ready-made loglikelihood_f1 is the best class's F1, not macro-F1: why it is not used
     stock: Any = Metrics.__members__["loglikelihood_f1"].value
     stock_items = _items(stock)
