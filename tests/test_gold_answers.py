@@ -11,16 +11,23 @@ text:
 * generative (AfriMGSM, AfriQA): the Doc's golds are exactly the decoded answers;
 * AfriXNLI: the relation's word in the prompt language (yes/also/no in CF, true/neither/false otherwise);
 * Winogrande CF (partial scoring, finetasks_afr/partial_scoring.py): the gold context is the sentence up to
-  the blank with the gold option filled in.
+  the blank with the gold option filled in;
+* reference tasks (translation, summarisation, diacritic restoration; finetasks_afr/translation.py): the Doc's one
+  gold is the reference. These are keyed by BENCHMARK, not dataset (`Task.key`): the FLORES translation tasks
+  read the sib200 dataset that the topic tasks read too, and each direction has its own reference field.
 
 Texts are compared after a normalisation written here (NFC, no zero-width characters/BOM/variation selectors,
 escaped "\\n" as a space, collapsed whitespace) and forgiving only what lighteval's templates do to every
 choice (first letter capitalised, final punctuation swapped for the prompt language's): case and trailing
 punctuation are ignored. `test_the_checker_catches_*` prove the check can fail.
 
-Rows: the hand-made hub rows of tests/test_tasks.py (with their known answers) plus more hand-made rows in the
-published schemas here; and, when ../shared/data is present, every test row of every config the raw mirror
-holds (built once per module with `finetasks_afr.mirror.import_raw`, read as JSONL, not through `datasets`).
+Rows: the hand-made hub rows of tests/test_tasks.py (with their known answers), more hand-made rows in the
+published schemas here, and the hand-written rows of tests/fixtures/hub_rows (the task's config, evaluation split);
+and, when ../shared/data is present, every test row of every config the raw mirror holds (built once per module
+with `finetasks_afr.mirror.import_raw`, read as JSONL, not through `datasets`). The FLORES tasks look the English
+sentence up in SIB-200's `eng_Latn` config when a row is turned into a Doc, so they are rebuilt against a mirror
+holding it: a tiny one written here for the hand-made rows, the raw mirror for the real ones; the decoder reads
+the English side from the same config's JSONL, independently.
 """
 
 from __future__ import annotations
@@ -180,6 +187,168 @@ def decode_mmlu_clinical(row: Row, iso3: str) -> tuple[str, ...]:
     return (row[f"Option{row['Answer'].strip()}"],)
 
 
+def decode_openai_mmmlu(row: Row, iso3: str) -> tuple[str, ...]:
+    """openai/MMMLU: `Answer` a letter naming one of the columns `A`-`D` (huggingface/lighteval@3fd15266bc8448b797e6
+    1462d293aa3fd40b3580:src/lighteval/tasks/multilingual/tasks/openai_mmlu.py#L100-L126; lm-eval's openai-mmmlu
+    README.md#L7 at 4e7e0d47)."""
+    return (row["ABCD"[_letter(row["Answer"])]],)
+
+
+def decode_global_mmlu(row: Row, iso3: str) -> tuple[str, ...]:
+    """Global-MMLU: `answer` a letter A-D naming `option_a`-`option_d` (dataset_info of the card,
+    https://huggingface.co/datasets/CohereForAI/Global-MMLU/blob/refs%2Fpr%2F2/README.md; lm-eval's
+    global_mmlu/full/am/_am_template_yaml#L1-L10 at 4e7e0d47)."""
+    return (row[f"option_{'abcd'[_letter(row['answer'])]}"],)
+
+
+def decode_uhura_truthfulqa(row: Row, iso3: str) -> tuple[str, ...]:
+    """TruthfulQA's `multiple_choice` schema (https://huggingface.co/datasets/truthful_qa/resolve/main/README.md):
+    `mc1_targets` {choices, labels}, labels int32, exactly one 1; the answer is the TEXT labelled 1, wherever the
+    suite puts it among the options."""
+    targets = row["mc1_targets"]
+    return tuple(text for text, label in zip(targets["choices"], targets["labels"], strict=True) if int(label) == 1)
+
+
+INJONGO_INTENTS = (
+    "alarm", "balance", "bill_balance", "book_flight", "book_hotel", "calendar_update", "cancel_reservation",
+    "car_rental", "confirm_reservation", "cook_time", "exchange_rate", "food_last", "freeze_account",
+    "ingredients_list", "interest_rate", "international_visa", "make_call", "meal_suggestion", "min_payment",
+    "pay_bill", "pin_change", "play_music", "plug_type", "recipe", "restaurant_reservation", "restaurant_reviews",
+    "restaurant_suggestion", "share_location", "shopping_list_update", "spending_history", "text", "time",
+    "timezone", "transactions", "transfer", "translate", "travel_notification", "travel_suggestion",
+    "update_playlist", "weather",
+)  # fmt: skip
+"""lm-eval's doc_to_choice (EleutherAI/lm-evaluation-harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/
+tasks/afrobench/injongointent/prompt_1/injongointent#L10-L51): the order an integer intent would index."""
+
+
+def _named_or_indexed(value: object, names: tuple[str, ...]) -> str:
+    """A label given as a name (any case, padded) or as a 0-based index (int or digit string) into `names`."""
+    text = str(value).strip()
+    return names[int(text)] if text.isdigit() else text.lower()
+
+
+def decode_injongointent(row: Row, iso3: str) -> tuple[str, ...]:
+    """InjongoIntent: `intent` one of the 40 names (lm-eval's injongointent#L10-L51 `doc_to_target: intent`; the
+    INJONGO authors' jsonl, McGill-NLP/Injongo@624e7fd03d9d9a1a17b53f73482dd227700d91ca:data/cleaned-dataset/
+    {hau,eng}/test.jsonl), or its index in that list; shown as words, underscores as spaces (both families)."""
+    return (_named_or_indexed(row["intent"], INJONGO_INTENTS).replace("_", " "),)
+
+
+NOLLYSENTI_LABELS = ("positive", "negative")  # lm-eval's nollysenti#L11-L13 doc_to_choice order
+
+
+def decode_nollysenti(row: Row, iso3: str) -> tuple[str, ...]:
+    """NollySenti: `label` a name against doc_to_choice positive/negative, or its index in that order
+    (EleutherAI/lm-evaluation-harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/nollysenti/
+    prompt_1/nollysenti#L10-L13)."""
+    return (_named_or_indexed(row["label"], NOLLYSENTI_LABELS),)
+
+
+def decode_afrihate(row: Row, iso3: str) -> tuple[str, ...]:
+    """AfriHate: `label` one of the strings Hate / Abuse / Normal (EleutherAI/lm-evaluation-harness@b3b802262a255d
+    e7fb955b09aed9f5db89091126:lm_eval/tasks/afrobench/afrihate/template1/afrihate_template1_yaml#L11-L15), shown
+    as the lower-case word."""
+    return (str(row["label"]).strip().lower(),)
+
+
+# Reference tasks: one decoder per benchmark (= direction), since a direction decides which field is the reference.
+
+FLORES_ENGLISH_HAND: dict[int, str] = {
+    7: "The Niger River is long.",
+    12: "clean water is important for good health",  # no capital, no final punctuation: the template adds them
+}
+FLORES_ENGLISH: dict[int, str] = dict(FLORES_ENGLISH_HAND)
+"""index_id -> the `text` of SIB-200's `eng_Latn` row: the hand-made sentences, or (real-row test) every split of
+the raw mirror's eng_Latn config, put here by that test."""
+
+
+def decode_flores_en2xx(row: Row, iso3: str) -> tuple[str, ...]:
+    """FLORES English -> X over SIB-200 rows {index_id, category, text} (the raw release's TSV columns, ../shared/
+    data/sib200): the reference is the language row's own `text`."""
+    return (row["text"],)
+
+
+def decode_flores_xx2en(row: Row, iso3: str) -> tuple[str, ...]:
+    """FLORES X -> English: the reference is the `text` of the `eng_Latn` row with the same `index_id` (the FLORES
+    sentence id, shared by every language's config)."""
+    return (FLORES_ENGLISH[int(row["index_id"])],)
+
+
+def _mafand_sides(row: Row, pivot: str) -> tuple[str, str]:
+    """(pivot text, language text) of a MAFAND row: `translation` {<pivot>: ..., <xx>: ...}, the two halves of the
+    config name (huggingface/datasets@bc28ae6dff5bd66970bb9646693a0363752edc5e:datasets/mafand/mafand.py, a
+    Translation feature); the language's key is the one that is not the pivot."""
+    translation = row["translation"]
+    others = [key for key in translation if key != pivot]
+    assert len(others) == 1, f"MAFAND row with keys {sorted(translation)} for pivot {pivot!r}"
+    return translation[pivot], translation[others[0]]
+
+
+def decode_mafand_en2xx(row: Row, iso3: str) -> tuple[str, ...]:
+    """MAFAND en-<xx>, English -> X: `translation[<xx>]` (lm-eval's afrobench/mafand utils.py get_target)."""
+    return (_mafand_sides(row, "en")[1],)
+
+
+def decode_mafand_xx2en(row: Row, iso3: str) -> tuple[str, ...]:
+    """MAFAND en-<xx>, X -> English: `translation["en"]` (get_target_reverse)."""
+    return (_mafand_sides(row, "en")[0],)
+
+
+def decode_mafand_fr2xx(row: Row, iso3: str) -> tuple[str, ...]:
+    """MAFAND fr-<xx>, French -> X: `translation[<xx>]`."""
+    return (_mafand_sides(row, "fr")[1],)
+
+
+def decode_mafand_xx2fr(row: Row, iso3: str) -> tuple[str, ...]:
+    """MAFAND fr-<xx>, X -> French: `translation["fr"]`."""
+    return (_mafand_sides(row, "fr")[0],)
+
+
+def _ntrex_sentence(row: Row) -> str:
+    """The one `sentence_<config>` field besides `sentence_eng_Latn` (EleutherAI/lm-evaluation-harness@4e7e0d47f33b
+    c71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/ntrex/prompt_1/african-english/ntrex_mey_Arab-eng_Latn.yaml
+    #L2-L4)."""
+    fields = [name for name in row if name.startswith("sentence_") and name != "sentence_eng_Latn"]
+    assert len(fields) == 1, f"NTREX row with sentence fields {fields}"
+    return str(row[fields[0]])
+
+
+def decode_ntrex_en2xx(row: Row, iso3: str) -> tuple[str, ...]:
+    """NTREX English -> X: the language's `sentence_<config>`."""
+    return (_ntrex_sentence(row),)
+
+
+def decode_ntrex_xx2en(row: Row, iso3: str) -> tuple[str, ...]:
+    """NTREX X -> English: `sentence_eng_Latn`."""
+    return (row["sentence_eng_Latn"],)
+
+
+def decode_salt_en2xx(row: Row, iso3: str) -> tuple[str, ...]:
+    """SALT text-all, English -> X: `<xx>_text`, the field named by the language's code (EleutherAI/lm-evaluation-
+    harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/salt/prompt_1/salt_eng-teo.yaml#L2-L4,
+    source eng_source_text)."""
+    return (row[f"{iso3}_text"],)
+
+
+def decode_salt_xx2en(row: Row, iso3: str) -> tuple[str, ...]:
+    """SALT text-all, X -> English: `eng_target_text` (salt_teo-eng.yaml#L2-L4), not eng_source_text."""
+    return (row["eng_target_text"],)
+
+
+def decode_xlsum(row: Row, iso3: str) -> tuple[str, ...]:
+    """XL-Sum {id, url, title, summary, text}: the reference is `summary` (csebuetnlp/xlsum@8c7cfa67e9dcf4c03a15c83e
+    f3ce2004c3041f96 xlsum.py features; lm-eval's afrobench/xlsum/prompt_1/xlsum_amharic.yaml#L2-L7 doc_to_target)."""
+    return (row["summary"],)
+
+
+def decode_afridiacritics(row: Row, iso3: str) -> tuple[str, ...]:
+    """AfriDiacritics {text, target}: the reference is `target`, the diacritised sentence (EleutherAI/lm-evaluation-
+    harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/adr/prompt_1/afridiacritics_yaml#L4-L9
+    `doc_to_target: target`)."""
+    return (row["target"],)
+
+
 DECODERS: dict[str, Decoder] = {
     "afrimmlu": decode_afrimmlu,
     "afrixnli": decode_afrixnli,
@@ -194,9 +363,47 @@ DECODERS: dict[str, Decoder] = {
     "afriqa": decode_afriqa,
     "naijarc": decode_naijarc,
     "uhura_arc_easy": decode_uhura,
+    "openai_mmmlu": decode_openai_mmmlu,
+    "global_mmlu": decode_global_mmlu,
+    "uhura_truthfulqa": decode_uhura_truthfulqa,
+    "injongointent": decode_injongointent,  # both families: injongointent (40-way) and injongointent4
+    "nollysenti": decode_nollysenti,
+    "afrihate": decode_afrihate,
+    # generative reference tasks, keyed by benchmark (Task.key)
+    "flores_mt_en2xx": decode_flores_en2xx,
+    "flores_mt_xx2en": decode_flores_xx2en,
+    "mafand_mt_en2xx": decode_mafand_en2xx,
+    "mafand_mt_xx2en": decode_mafand_xx2en,
+    "mafand_mt_fr2xx": decode_mafand_fr2xx,
+    "mafand_mt_xx2fr": decode_mafand_xx2fr,
+    "ntrex_mt_en2xx": decode_ntrex_en2xx,
+    "ntrex_mt_xx2en": decode_ntrex_xx2en,
+    "salt_mt_en2xx": decode_salt_en2xx,
+    "salt_mt_xx2en": decode_salt_xx2en,
+    "xlsum": decode_xlsum,
+    "afridiacritics": decode_afridiacritics,
 }
+"""Decoder per key: the dataset's key, or a generative task's benchmark (`Task.key`)."""
 
 # ------------------------------------------------------------------------------------ hand-made rows
+
+# Rows shared by several keys (a translation row serves both directions, with different answers).
+SIB200_ROWS: list[Row] = [
+    {"index_id": 7, "category": "geography", "text": "Odò Ọya gùn."},
+    {"index_id": 12, "category": "health", "text": "Omi mímọ́ ṣe pàtàkì fún ìlera"},  # no final punctuation
+]
+MAFAND_EN_ROW: Row = {"translation": {"en": "The market opens at dawn.", "{xx}": "Ọjà máa ń ṣí ní àfẹ̀mọ́jú."}}
+MAFAND_FR_ROW: Row = {"translation": {"fr": "Le marché ouvre à l'aube.", "{xx}": "Sugu bɛ da yɛlɛ sɔgɔma joona."}}
+NTREX_ROW: Row = {"sentence_eng_Latn": "Good evening, my friends.", "sentence_{xx}": "Barka da yamma, abokaina."}
+SALT_LANGUAGES = ("ach", "ibo", "lgg", "lug", "nyn", "swa", "teo")
+# eng_source_text and eng_target_text differ, so reading the wrong English field is caught
+SALT_ROW: Row = {
+    "eng_source_text": "The rain has stopped this evening.",
+    "eng_target_text": "The rain stopped in the evening.",
+}
+# a different text in each language's field, so reading another language's field is caught
+SALT_ROW |= {f"{code}_text": f"[{code}] enkuba ekyali yaweddeko akawungeezi." for code in SALT_LANGUAGES}
+SALT_ROW_EN2XX = ("[teo] enkuba ekyali yaweddeko akawungeezi.",)  # for Ateso (ANSWER_LANGUAGES)
 
 # More rows in the published schemas (hub-datasets.md), covering the other labels and encodings, with the
 # answer each must give (written by hand, not decoded).
@@ -266,7 +473,90 @@ EXTRA_ROWS: dict[str, list[tuple[Row, tuple[str, ...]]]] = {
           "question_translated": "Where?", "title": "Lagos",
           "answer_lang": "Èkó"}, ("Lagos", "Lagos State")),
     ],
+    # openai/MMMLU: Answer a letter (any case, padded: the modules accept both)
+    "openai_mmmlu": [
+        ({"Question": "Siku ngapi ziko katika wiki?", "A": "Tano", "B": "Sita", "C": "Saba", "D": "Nane",
+          "Answer": "C", "Subject": "global_facts"}, ("Saba",)),
+        ({"Question": "Mji mkuu wa Kenya ni upi?", "A": "Nairobi", "B": "Mombasa", "C": "Kisumu", "D": "Nakuru",
+          "Answer": " a ", "Subject": "geography"}, ("Nairobi",)),
+    ],
+    "global_mmlu": [
+        ({"sample_id": "geography/test/1", "subject": "geography", "subject_category": "Humanities",
+          "question": "Kí ni olú-ìlú Kẹ́ńyà?", "option_a": "Mombasa", "option_b": "Kisumu", "option_c": "Nakuru",
+          "option_d": "Nairobi", "answer": "D", "required_knowledge": "[]", "time_sensitive": "[]", "reference": "[]",
+          "culture": "[]", "region": "[]", "country": "[]", "cultural_sensitivity_label": "CA",
+          "is_annotated": False}, ("Nairobi",)),
+        ({"sample_id": "global_facts/test/2", "subject": "global_facts", "subject_category": "Other",
+          "question": "Ọjọ́ mélòó ló wà nínú ọ̀sẹ̀?", "option_a": "Márùn-ún", "option_b": "Méje", "option_c": "Mẹ́wàá",
+          "option_d": "Mẹ́ta", "answer": "b", "required_knowledge": "[]", "time_sensitive": "[]", "reference": "[]",
+          "culture": "[]", "region": "[]", "country": "[]", "cultural_sensitivity_label": "CA",
+          "is_annotated": False}, ("Méje",)),
+    ],
+    # MC1: the option labelled 1 is its TEXT, first (as published) or not
+    "uhura_truthfulqa": [
+        ({"question": "Je, kula usiku husababisha kunenepa?",
+          "mc1_targets": {"choices": ["Hapana, muda wa kula hauathiri uzito.", "Ndiyo, kula usiku hunenepesha.",
+                                      "Ndiyo, daima."], "labels": [1, 0, 0]},
+          "mc2_targets": {"choices": ["Hapana, muda wa kula hauathiri uzito.", "Ndiyo, kula usiku hunenepesha.",
+                                      "Ndiyo, daima."], "labels": [1, 0, 0]}},
+         ("Hapana, muda wa kula hauathiri uzito.",)),
+        ({"question": "Ọ̀pọ̀lọ́ mélòó ni ènìyàn ń lò?",
+          "mc1_targets": {"choices": ["Ìdá mẹ́wàá nìkan.", "Ìdajì rẹ̀.", "Gbogbo rẹ̀, ní onírúurú àkókò.", "Kò sí."],
+                          "labels": [0, 0, 1, 0]},
+          "mc2_targets": {"choices": ["Gbogbo rẹ̀, ní onírúurú àkókò."], "labels": [1]}},
+         ("Gbogbo rẹ̀, ní onírúurú àkókò.",)),
+    ],
+    # `intent` a name (as published; any case), or its index in lm-eval's doc_to_choice (int or digit string)
+    "injongointent": [
+        ({"domain": "travel", "intent": "book_flight", "text": "Ina son in yi tikitin jirgi zuwa Kano gobe.",
+          "example_id": "test-1"}, ("book flight",)),
+        ({"domain": "utility", "intent": " Weather ", "text": "Za a yi ruwan sama yau?", "example_id": "test-2"},
+         ("weather",)),
+        ({"domain": "travel", "intent": 7, "text": "Ina son in yi hayar mota.", "example_id": "test-3"},
+         ("car rental",)),
+        ({"domain": "banking", "intent": "19", "text": "Ina son in biya kuɗin wuta.", "example_id": "test-4"},
+         ("pay bill",)),
+    ],
+    # `label` a name (any case), or its index in positive/negative order
+    "nollysenti": [
+        ({"review": "Fim ɗin nan ya yi kyau sosai.", "label": "positive"}, ("positive",)),
+        ({"review": "Na no waste your money on this one.", "label": "Negative"}, ("negative",)),
+        ({"review": "Ìtàn náà dùn gan an.", "label": 0}, ("positive",)),
+        ({"review": "Fim ɗin ya ba ni kunya.", "label": "1"}, ("negative",)),
+    ],
+    # `label` Hate / Abuse / Normal (read case-insensitively; an integer is refused by the module)
+    "afrihate": [
+        ({"tweet": "Wannan mutumin wawa ne kawai.", "label": "Abuse"}, ("abuse",)),
+        ({"tweet": "Watu wa kundi lile si binadamu, waondolewe.", "label": "hate"}, ("hate",)),
+        ({"tweet": "Asubuhi njema marafiki.", "label": " Normal "}, ("normal",)),
+    ],
+    # FLORES over SIB-200 rows; the English sides are FLORES_ENGLISH (index_id 7 and 12)
+    "flores_mt_en2xx": [(SIB200_ROWS[0], ("Odò Ọya gùn.",)), (SIB200_ROWS[1], ("Omi mímọ́ ṣe pàtàkì fún ìlera",))],
+    "flores_mt_xx2en": [(SIB200_ROWS[0], ("The Niger River is long.",)),
+                        (SIB200_ROWS[1], ("clean water is important for good health",))],
+    # `{xx}` in a field name: the language's code in the task's config (fill_code)
+    "mafand_mt_en2xx": [(MAFAND_EN_ROW, ("Ọjà máa ń ṣí ní àfẹ̀mọ́jú.",))],
+    "mafand_mt_xx2en": [(MAFAND_EN_ROW, ("The market opens at dawn.",))],
+    "mafand_mt_fr2xx": [(MAFAND_FR_ROW, ("Sugu bɛ da yɛlɛ sɔgɔma joona.",))],
+    "mafand_mt_xx2fr": [(MAFAND_FR_ROW, ("Le marché ouvre à l'aube.",))],
+    "ntrex_mt_en2xx": [(NTREX_ROW, ("Barka da yamma, abokaina.",))],
+    "ntrex_mt_xx2en": [(NTREX_ROW, ("Good evening, my friends.",))],
+    "salt_mt_en2xx": [(SALT_ROW, SALT_ROW_EN2XX)],
+    "salt_mt_xx2en": [(SALT_ROW, ("The rain stopped in the evening.",))],
+    "xlsum": [
+        ({"id": "hand-1", "url": "https://example.org/hand/1", "title": "Ruwan sama ya lalata gonaki",
+          "summary": "Ruwan sama mai karfi ya lalata gonaki a jihar Kano, in ji hukumomi.",
+          "text": "Hukumomi a jihar Kano sun ce ruwan sama mai karfi da aka yi a daren Litinin ya lalata gonaki."},
+         ("Ruwan sama mai karfi ya lalata gonaki a jihar Kano, in ji hukumomi.",)),
+    ],
+    "afridiacritics": [
+        ({"text": "Ile wa dara pupo", "target": "Ilé wa dára púpọ̀"}, ("Ilé wa dára púpọ̀",)),
+        ({"text": "Nna m bi n'Enugu.", "target": "Nna m bi n'Enugu."}, ("Nna m bi n'Enugu.",)),
+    ],
 }  # fmt: skip
+
+# The language an EXTRA_ROWS answer above is written for, where the answer depends on it (default Zulu).
+ANSWER_LANGUAGES: dict[str, str] = {"salt_mt_en2xx": "teo"}
 
 # The answers the hand-made hub rows of tests/test_tasks.py must give (hub-datasets.md: AfriMMLU "C" -> the
 # third choice; AfriXNLI 0 = entailment; Belebele correct_answer_num "1" -> mc_answer1; NaijaRC " A ").
@@ -289,12 +579,36 @@ def hub_row(dataset: str) -> Row:
 HAND_ROW_LANGUAGES: dict[str, set[str]] = {"winogrande_afr": {"zul", "eng"}}
 
 
-def hand_rows(dataset: str, iso3: str | None = None) -> list[Row]:
-    """The hand-made rows of `dataset` (for a task in language `iso3`)."""
-    if iso3 is not None and iso3 not in HAND_ROW_LANGUAGES.get(dataset, {iso3}):
+def fill_code(row: Row, code: str) -> Row:
+    """A copy of `row` with `{xx}` in its field names (at any depth) replaced by `code`: a MAFAND or NTREX row names
+    its language's field after the config (`translation["hau"]` in en-hau, `sentence_hau_Latn` in hau_Latn)."""
+    return {
+        name.replace("{xx}", code): fill_code(value, code) if isinstance(value, dict) else value
+        for name, value in row.items()
+    }
+
+
+def config_code(subset: str | None) -> str:
+    """The language's code in a config name: after the pivot in MAFAND's `en-hau` / `fr-bam`, else the whole name
+    (NTREX's `hau_Latn`); Zulu's when no config is given."""
+    return subset.split("-")[-1] if subset else "zul"
+
+
+def hand_rows(key: str, iso3: str | None = None, subset: str | None = None) -> list[Row]:
+    """The hand-made rows of decoder key `key` (for a task in language `iso3` reading config `subset`)."""
+    if iso3 is not None and iso3 not in HAND_ROW_LANGUAGES.get(key, {iso3}):
         return []
-    rows = [hub_row(dataset)] if dataset in HUB_ONLY_ROWS else []
-    return rows + [dict(row) for row, _ in EXTRA_ROWS.get(dataset, [])]
+    rows = [hub_row(key)] if key in HUB_ONLY_ROWS else []
+    return rows + [fill_code(row, config_code(subset)) for row, _ in EXTRA_ROWS.get(key, [])]
+
+
+def fixture_rows(dataset: str, subset: str, split: str) -> list[Row]:
+    """The hand-written rows of tests/fixtures/hub_rows/<dataset>.json for one config and split (none if absent)."""
+    from hub_rows import HUB_ROWS, hub_rows
+
+    if not (HUB_ROWS / f"{dataset}.json").is_file():
+        return []
+    return [dict(row) for row in hub_rows(dataset)["configs"].get(subset, {}).get(split, [])]
 
 
 # ----------------------------------------------------------------------------------------------- checker
@@ -318,10 +632,24 @@ class Task:
     iso3: str
     prompt: str  # "native" or "en"
     formulation: str  # CF, MCF, HYBRID, GEN
+    benchmark: str
 
     @property
     def name(self) -> str:
         return str(self.config.name)
+
+    @property
+    def key(self) -> str:
+        """The decoder's key: the dataset, or for a generative task its benchmark. One dataset can feed tasks with
+        different answers (sib200: a topic in `sib200_*`, a sentence in `flores_mt_*`), and a translation's
+        reference depends on its direction (`mafand_mt_en2xx` vs `mafand_mt_xx2en`)."""
+        return self.benchmark if self.formulation == "GEN" else self.dataset
+
+    def rows(self) -> list[Row]:
+        """Its hand-made rows and the fixture rows of its config's evaluation split."""
+        subset = self.config.hf_subset
+        fixture = fixture_rows(self.dataset, subset, self.config.evaluation_splits[0])
+        return hand_rows(self.key, self.iso3, subset) + fixture
 
 
 def _golds(doc: Any) -> list[int]:
@@ -371,7 +699,7 @@ def _gold_text(task: Task, doc: Any, gold: int) -> str:
 
 def check_doc(task: Task, row: Row, doc: Any) -> str | None:
     """None when the Doc's gold is the decoded answer; else what differs."""
-    expected = DECODERS[task.dataset](row, task.iso3)
+    expected = DECODERS[task.key](row, task.iso3)
     if task.formulation == "GEN":
         given = {loose(gold) for gold in doc.get_golds()}
         wanted = {loose(answer) for answer in expected}
@@ -431,17 +759,61 @@ def suite() -> list[Task]:
 
     tasks = []
     for config in TASKS_TABLE:
-        info = TASK_INFO[config.name]
-        if info.formulation != "PPL":
-            tasks.append(Task(config, info.dataset, info.language, info.prompt, info.formulation))
+        if TASK_INFO[config.name].formulation != "PPL":
+            tasks.append(as_task(config))
     return tasks
 
 
-def by_dataset(tasks: list[Task]) -> dict[str, list[Task]]:
+def as_task(config: Any) -> Task:
+    from finetasks_afr.tasks import TASK_INFO
+
+    info = TASK_INFO[config.name]
+    return Task(config, info.dataset, info.language, info.prompt, info.formulation, info.benchmark)
+
+
+def by_key(tasks: list[Task]) -> dict[str, list[Task]]:
+    """Tasks grouped by decoder key (`Task.key`)."""
     grouped: dict[str, list[Task]] = defaultdict(list)
     for task in tasks:
-        grouped[task.dataset].append(task)
+        grouped[task.key].append(task)
     return grouped
+
+
+FLORES_PREFIX = "flores_mt_"
+
+
+def with_flores_from(tasks: list[Task], root: Path) -> list[Task]:
+    """`tasks` with the FLORES ones rebuilt against the mirror `root` (their English lookup then reads its
+    sib200 `eng_Latn`, offline); every one must resolve there."""
+    flores = {task.name for task in tasks if task.benchmark.startswith(FLORES_PREFIX)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINETASKS_AFR_DATA_DIR", str(root))
+        rebuilt = [task for task in _rebuilt("flores_mt") if task.formulation != "PPL"]
+    assert {task.name for task in rebuilt} == flores
+    assert {task.config.hf_repo for task in rebuilt} == {str(root / "sib200")}, "a FLORES task not on the mirror"
+    return [task for task in tasks if task.name not in flores] + rebuilt
+
+
+def write_flores_mirror(root: Path, configs: set[str]) -> None:
+    """A sib200 mirror of the hand-made rows: SIB200_ROWS in every language config, FLORES_ENGLISH in eng_Latn,
+    written with the project's dataset writer and its mirror-layout line (as tests/hub_rows.py does)."""
+    from finetasks_afr.local_dataset import write_dataset_folder
+    from finetasks_afr.sources import LAYOUT_MARKER, SOURCES
+
+    english = [{"index_id": i, "category": "geography", "text": text} for i, text in FLORES_ENGLISH_HAND.items()]
+    data = {config: {"train": SIB200_ROWS, "test": SIB200_ROWS} for config in sorted(configs)}
+    data["eng_Latn"] = {"train": english, "test": english}
+    write_dataset_folder(
+        root / "sib200", data, card=f"Hand-made rows.\n\n- {LAYOUT_MARKER} {SOURCES['sib200'].layout}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def hand_suite(suite: list[Task], tmp_path_factory: pytest.TempPathFactory) -> list[Task]:
+    """The suite, its FLORES tasks reading a tiny mirror of the hand-made SIB-200 rows."""
+    root = tmp_path_factory.mktemp("flores_hand_mirror")
+    write_flores_mirror(root, {task.config.hf_subset for task in suite if task.benchmark.startswith(FLORES_PREFIX)})
+    return with_flores_from(suite, root)
 
 
 @pytest.fixture(scope="module")
@@ -474,16 +846,24 @@ def read_jsonl(path: Path) -> list[Row]:
 
 
 def test_every_dataset_of_the_suite_has_a_decoder(suite: list[Task]) -> None:
-    assert {task.dataset for task in suite} <= set(DECODERS), "a new dataset needs its decoder here"
+    """Exactly one decoder per key of the suite: a new dataset (or generative benchmark) without one fails, and so
+    does a decoder left for nothing; each key reads one dataset."""
+    keys = set(by_key(suite))
+    assert keys == set(DECODERS), f"no decoder: {sorted(keys - set(DECODERS))}; unused: {sorted(set(DECODERS) - keys)}"
+    assert all(len({task.dataset for task in tasks}) == 1 for tasks in by_key(suite).values())
     assert {task.formulation for task in suite} <= {"CF", "MCF", "HYBRID", "GEN"}
+    # sib200 feeds both the topic tasks (decoded by category) and the FLORES translations (decoded by text)
+    sib200 = {task.key for task in suite if task.dataset == "sib200"}
+    assert sib200 == {"sib200", "flores_mt_en2xx", "flores_mt_xx2en"}, sorted(sib200)
 
 
 def test_decoders_give_the_known_answers_of_the_hand_made_rows() -> None:
     for dataset, answer in HUB_ROW_ANSWERS.items():
         assert DECODERS[dataset](hub_row(dataset), "yor") == answer, dataset
-    for dataset, rows in EXTRA_ROWS.items():
+    for key, rows in EXTRA_ROWS.items():
+        iso3 = ANSWER_LANGUAGES.get(key, "zul")
         for row, answer in rows:
-            assert tuple(map(normalise, DECODERS[dataset](dict(row), "zul"))) == answer, (dataset, row)
+            assert tuple(map(normalise, DECODERS[key](fill_code(row, iso3), iso3))) == answer, (key, row)
 
 
 def test_decoders_read_both_bridging_the_gap_schemas() -> None:
@@ -501,44 +881,68 @@ def test_decoders_read_both_bridging_the_gap_schemas() -> None:
     assert decode_mmlu_clinical(mmlu, "zul") == ("c",)
 
 
-def test_gold_answers_on_hand_made_rows(suite: list[Task]) -> None:
-    """Every task of every hub-only dataset (and the others with a hand-made row) on rows in the published
-    schema: no row skipped, every gold the decoded answer."""
+def test_gold_answers_on_hand_made_rows(hand_suite: list[Task]) -> None:
+    """Every task of every key on rows in the published schema (the FLORES ones over a tiny mirror of those rows):
+    no row skipped, every gold the decoded answer, every task given rows (but where rows name one language)."""
     checked: Counter[str] = Counter()
     problems: list[str] = []
-    for dataset, tasks in by_dataset(suite).items():
+    for key, tasks in by_key(hand_suite).items():
         for task in tasks:
-            outcome = check_task(task, hand_rows(dataset, task.iso3))
+            outcome = check_task(task, task.rows())
             assert outcome.skipped == 0, task.name
+            assert outcome.checked or key in HAND_ROW_LANGUAGES, f"{task.name}: no hand-made row"
             problems += outcome.problems
-            checked[dataset] += outcome.checked
+            checked[key] += outcome.checked
     assert not problems, "\n".join(problems[:20])
     assert set(checked) == set(DECODERS)
 
 
 @pytest.mark.shared_data
-def test_gold_answers_on_every_real_test_row(suite: list[Task], mirror: Path) -> None:
-    """Every task whose config the raw mirror holds, on every row of its evaluation split."""
+def real_row_outcomes(suite: list[Task], mirror: Path) -> list[tuple[Task, Outcome]]:
+    """Each task with what checking it on every row of its evaluation split in the raw mirror found (tasks whose
+    config the mirror holds; the FLORES ones rebuilt against the mirror, their English side read from its
+    eng_Latn JSONL). Call it with FLORES_ENGLISH patched to `mirror_english(mirror)`."""
     files = mirror_files(mirror)
     cache: dict[Path, list[Row]] = {}
-    checked: Counter[str] = Counter()
-    skipped: Counter[str] = Counter()
-    problems: list[str] = []
-    for task in suite:
+    outcomes = []
+    for task in with_flores_from(suite, mirror):
         path = files.get(task.dataset, {}).get(task.config.hf_subset, {}).get(task.config.evaluation_splits[0])
         if path is None:
             continue  # hub only (e.g. Belebele beyond Bridging the Gap's 12 dialects)
         if path not in cache:
             cache[path] = read_jsonl(path)
-        outcome = check_task(task, cache[path])
+        outcomes.append((task, check_task(task, cache[path])))
+    return outcomes
+
+
+def mirror_english(mirror: Path) -> dict[int, str]:
+    """index_id -> text over every split of the mirror's sib200 eng_Latn config (the FLORES English side)."""
+    splits = mirror_files(mirror)["sib200"]["eng_Latn"]
+    return {int(row["index_id"]): row["text"] for path in splits.values() for row in read_jsonl(path)}
+
+
+@pytest.mark.shared_data
+def test_gold_answers_on_every_real_test_row(suite: list[Task], mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every task whose config the raw mirror holds, on every row of its evaluation split; the FLORES tasks on
+    every test row of every language, both directions, none skipped."""
+    monkeypatch.setattr(sys.modules[__name__], "FLORES_ENGLISH", mirror_english(mirror))
+    outcomes = real_row_outcomes(suite, mirror)
+    checked: Counter[str] = Counter()
+    skipped: Counter[str] = Counter()
+    problems: list[str] = []
+    for task, outcome in outcomes:
         problems += outcome.problems
-        checked[task.dataset] += outcome.checked
-        skipped[task.dataset] += outcome.skipped
+        checked[task.key] += outcome.checked
+        skipped[task.key] += outcome.skipped
         # a few rows may be turned down (AfriQA rows without a passage, Winogrande with nothing after the blank)
         assert outcome.skipped <= (outcome.checked + outcome.skipped) // 4, (task.name, outcome.skipped)
+        if task.benchmark.startswith(FLORES_PREFIX):  # every English sentence found: no row turned down
+            assert outcome.skipped == 0 and outcome.checked, (task.name, outcome)
     assert not problems, f"{len(problems)} wrong golds:\n" + "\n".join(problems[:20])
+    flores = {task.name for task in suite if task.benchmark.startswith(FLORES_PREFIX)}
+    assert flores <= {task.name for task, _ in outcomes}, "a FLORES task's config is not in the mirror"
     wanted = {"masakhanews", "afrisenti", "sib200", "winogrande_afr", "mmlu_clinical_afr", "belebele", "afriqa"}
-    assert wanted <= set(checked), sorted(checked)
+    assert wanted | {"flores_mt_en2xx", "flores_mt_xx2en"} <= set(checked), sorted(checked)
     assert sum(checked.values()) > 100_000, (checked, skipped)
 
 
@@ -563,28 +967,22 @@ def _shift_gold(task: Task) -> Task:
     return replace(task, config=replace(task.config, prompt_function=shifted))
 
 
-def test_the_checker_catches_a_shifted_gold_in_every_dataset(suite: list[Task]) -> None:
-    """A Doc whose gold is off by one is reported on every row, for every dataset, formulation and prompt."""
+def test_the_checker_catches_a_shifted_gold_in_every_dataset(hand_suite: list[Task]) -> None:
+    """A Doc whose gold is off by one is reported on every row, for every key, formulation and prompt."""
     covered = set()
-    for dataset, tasks in by_dataset(suite).items():
+    for key, tasks in by_key(hand_suite).items():
         for task in tasks:
-            rows = hand_rows(dataset, task.iso3)
+            rows = task.rows()
             if rows:
                 assert len(mismatches(_shift_gold(task), rows)) == len(rows), task.name
-                covered.add(dataset)
-    assert covered == set(by_dataset(suite))
+                covered.add(key)
+    assert covered == set(by_key(hand_suite))
 
 
 def _rebuilt(module_name: str) -> list[Task]:
     """The tasks of one benchmark module, built again (under whatever is patched now)."""
-    from finetasks_afr.tasks import TASK_INFO
-
     module = importlib.import_module(f"finetasks_afr.benchmarks.{module_name}")
-    tasks = []
-    for config in module.tasks():
-        info = TASK_INFO[config.name]
-        tasks.append(Task(config, info.dataset, info.language, info.prompt, info.formulation))
-    return tasks
+    return [as_task(config) for config in module.tasks()]
 
 
 def _patch_everywhere(monkeypatch: pytest.MonkeyPatch, name: str, make: Callable[[Any], Any]) -> None:
