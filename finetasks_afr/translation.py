@@ -258,32 +258,59 @@ def pair_tasks(
     dataset: str,
     subset: str,
     language: AfricanLanguage,
-    direction: Direction,
     pair: Callable[[Direction], Callable[[dict], tuple[str, str]]],
     evaluation_splits: tuple[str, ...],
     few_shots_split: str | None,
     hf_avail_splits: tuple[str, ...],
     generation_size: int,
+    pivot: Side = ENGLISH,
     forms: Sequence[str] = tuple(FORMS),
     location: tuple[str, str | None] | None = None,
 ) -> list[LightevalTaskConfig]:
-    """The ll and gen tasks of one language and direction, reading config `subset` of `dataset`.
+    """The ll and gen tasks of one language in both directions (`pivot` -> language, language -> `pivot`), reading
+    config `subset` of `dataset`; `pair(direction)` turns a row into (source, reference) for that direction.
 
     `location` = (hf_repo, hf_revision) overrides where the config is read (default: `hf_location`, the mirror when
     it holds the config, else the hub); FLORES uses it to read both sides of a pair from one place."""
-    return reference_tasks(
-        benchmark=f"{prefix}_{direction.code}",
-        dataset=dataset,
-        subset=subset,
-        language=language,
-        prompt_for=lambda name: translation_prompt(direction.source, direction.target, skipping(name, pair(direction))),
-        evaluation_splits=evaluation_splits,
-        few_shots_split=few_shots_split,
-        hf_avail_splits=hf_avail_splits,
-        generation_size=generation_size,
-        forms=forms,
-        location=location,
-    )
+
+    def prompt_for(direction: Direction) -> Callable[[str], Callable[[dict, str], Doc | None]]:
+        adapter = pair(direction)
+        return lambda name: translation_prompt(direction.source, direction.target, skipping(name, adapter))
+
+    configs = []
+    for direction in directions(language, pivot):
+        configs += reference_tasks(
+            benchmark=f"{prefix}_{direction.code}",
+            dataset=dataset,
+            subset=subset,
+            language=language,
+            prompt_for=prompt_for(direction),
+            evaluation_splits=evaluation_splits,
+            few_shots_split=few_shots_split,
+            hf_avail_splits=hf_avail_splits,
+            generation_size=generation_size,
+            forms=forms,
+            location=location,
+        )
+    return configs
+
+
+def field_pair(
+    own: str, english: str, english_reference: str | None = None
+) -> Callable[[Direction], Callable[[dict], tuple[str, str]]]:
+    """Row -> (source, reference) of a dataset with one field per language: English -> X translates field `english`
+    into `own`; X -> English translates `own` and is scored against `english_reference` (default `english`: SALT
+    keeps a separate English target)."""
+
+    def for_direction(direction: Direction) -> Callable[[dict], tuple[str, str]]:
+        def pair(line: dict) -> tuple[str, str]:
+            if direction.source.iso3 == ENGLISH.iso3:
+                return texts(line[english], line[own])
+            return texts(line[own], line[english_reference or english])
+
+        return pair
+
+    return for_direction
 
 
 def reference_tasks(

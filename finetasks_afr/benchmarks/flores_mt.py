@@ -30,7 +30,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from finetasks_afr.benchmarks.common import clean
 from finetasks_afr.languages import covered_by, language
 from finetasks_afr.sources import hf_location, source
-from finetasks_afr.translation import Direction, directions, pair_tasks, texts
+from finetasks_afr.translation import Direction, pair_tasks, texts
 
 DATASET = "sib200"
 PREFIX = "flores_mt"
@@ -103,18 +103,16 @@ def tasks() -> list[LightevalTaskConfig]:
             continue
         location = pair_location(lang.codes[DATASET])
         pair = pair_for(english_lookup(*location))
-        for direction in directions(lang):
-            configs += pair_tasks(
-                prefix=PREFIX,
-                dataset=DATASET,
-                subset=lang.codes[DATASET],
-                language=lang,
-                direction=direction,
-                pair=pair,
-                evaluation_splits=("test",),
-                few_shots_split="train",
-                hf_avail_splits=SPLITS,
-                generation_size=GENERATION_SIZE,
-                location=location,
-            )
+        configs += pair_tasks(
+            prefix=PREFIX,
+            dataset=DATASET,
+            subset=lang.codes[DATASET],
+            language=lang,
+            pair=pair,
+            evaluation_splits=("test",),
+            few_shots_split="train",
+            hf_avail_splits=SPLITS,
+            generation_size=GENERATION_SIZE,
+            location=location,
+        )
     return configs

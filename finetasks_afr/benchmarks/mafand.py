@@ -29,7 +29,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.languages import AfricanLanguage, covered_by
 from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import ENGLISH, FRENCH, Direction, directions, pair_tasks, texts
+from finetasks_afr.translation import ENGLISH, FRENCH, Direction, pair_tasks, texts
 
 DATASET = "mafand"
 PREFIX = "mafand_mt"
@@ -80,17 +80,16 @@ def tasks() -> list[LightevalTaskConfig]:
     configs = []
     for language in covered_by(DATASET):
         splits = ("validation", "test") if language.iso3 in NO_TRAIN else ("train", "validation", "test")
-        for direction in directions(language, ENGLISH if pivot_of(language) == "en" else FRENCH):
-            configs += pair_tasks(
-                prefix=PREFIX,
-                dataset=DATASET,
-                subset=language.codes[DATASET],
-                language=language,
-                direction=direction,
-                pair=pair_for(language),
-                evaluation_splits=("test",),
-                few_shots_split="validation",
-                hf_avail_splits=splits,
-                generation_size=GENERATION_SIZE,
-            )
+        configs += pair_tasks(
+            prefix=PREFIX,
+            dataset=DATASET,
+            subset=language.codes[DATASET],
+            language=language,
+            pivot=ENGLISH if pivot_of(language) == "en" else FRENCH,
+            pair=pair_for(language),
+            evaluation_splits=("test",),
+            few_shots_split="validation",
+            hf_avail_splits=splits,
+            generation_size=GENERATION_SIZE,
+        )
     return configs

@@ -19,13 +19,11 @@ offline).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import AfricanLanguage, covered_by, flores_codes
+from finetasks_afr.languages import covered_by, flores_codes
 from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import Direction, directions, pair_tasks, texts
+from finetasks_afr.translation import field_pair, pair_tasks
 
 DATASET = "ntrex"
 PREFIX = "ntrex_mt"
@@ -61,35 +59,18 @@ SOURCES = (
 )
 
 
-def pair_for(language: AfricanLanguage) -> Callable[[Direction], Callable[[dict], tuple[str, str]]]:
-    """Row -> (source, reference): `sentence_eng_Latn` and `sentence_<config>` in the direction's order."""
-    field = f"sentence_{language.codes[DATASET]}"
-
-    def for_direction(direction: Direction) -> Callable[[dict], tuple[str, str]]:
-        def pair(line: dict) -> tuple[str, str]:
-            if direction.source.iso3 == "eng":
-                return texts(line[ENGLISH_FIELD], line[field])
-            return texts(line[field], line[ENGLISH_FIELD])
-
-        return pair
-
-    return for_direction
-
-
 def tasks() -> list[LightevalTaskConfig]:
     configs = []
     for language in covered_by(DATASET):
-        for direction in directions(language):
-            configs += pair_tasks(
-                prefix=PREFIX,
-                dataset=DATASET,
-                subset=language.codes[DATASET],
-                language=language,
-                direction=direction,
-                pair=pair_for(language),
-                evaluation_splits=("test",),
-                few_shots_split="test",
-                hf_avail_splits=("test",),
-                generation_size=GENERATION_SIZE,
-            )
+        configs += pair_tasks(
+            prefix=PREFIX,
+            dataset=DATASET,
+            subset=language.codes[DATASET],
+            language=language,
+            pair=field_pair(f"sentence_{language.codes[DATASET]}", ENGLISH_FIELD),
+            evaluation_splits=("test",),
+            few_shots_split="test",
+            hf_avail_splits=("test",),
+            generation_size=GENERATION_SIZE,
+        )
     return configs

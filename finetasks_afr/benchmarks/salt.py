@@ -15,13 +15,11 @@ Unpinned; licence not verified offline. Generation size 512 tokens (not measured
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
+from finetasks_afr.languages import covered_by, same_codes
 from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import Direction, directions, pair_tasks, texts
+from finetasks_afr.translation import field_pair, pair_tasks
 
 DATASET = "salt"
 PREFIX = "salt_mt"
@@ -44,35 +42,18 @@ SOURCES = (
 )
 
 
-def pair_for(language: AfricanLanguage) -> Callable[[Direction], Callable[[dict], tuple[str, str]]]:
-    """Row -> (source, reference): English -> X reads eng_source_text, X -> English eng_target_text."""
-    field = f"{language.codes[DATASET]}_text"
-
-    def for_direction(direction: Direction) -> Callable[[dict], tuple[str, str]]:
-        def pair(line: dict) -> tuple[str, str]:
-            if direction.source.iso3 == "eng":
-                return texts(line[ENGLISH_SOURCE], line[field])
-            return texts(line[field], line[ENGLISH_TARGET])
-
-        return pair
-
-    return for_direction
-
-
 def tasks() -> list[LightevalTaskConfig]:
     configs = []
     for language in covered_by(DATASET):
-        for direction in directions(language):
-            configs += pair_tasks(
-                prefix=PREFIX,
-                dataset=DATASET,
-                subset=CONFIG,
-                language=language,
-                direction=direction,
-                pair=pair_for(language),
-                evaluation_splits=("test",),
-                few_shots_split="dev",
-                hf_avail_splits=("train", "dev", "test"),
-                generation_size=GENERATION_SIZE,
-            )
+        configs += pair_tasks(
+            prefix=PREFIX,
+            dataset=DATASET,
+            subset=CONFIG,
+            language=language,
+            pair=field_pair(f"{language.codes[DATASET]}_text", ENGLISH_SOURCE, ENGLISH_TARGET),
+            evaluation_splits=("test",),
+            few_shots_split="dev",
+            hf_avail_splits=("train", "dev", "test"),
+            generation_size=GENERATION_SIZE,
+        )
     return configs
