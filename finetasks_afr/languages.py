@@ -17,7 +17,8 @@ Oddities to remember:
 - Swahili is ``swa`` here, ``swh_Latn`` in FLORES-based datasets, ``sw_multiple_choice`` in Uhura.
 - Luganda is ``Language.GANDA``, Sesotho ``Language.SOUTHERN_SOTHO``, Sepedi ``Language.NORTHERN_SOTHO``.
 - Nigerian Pidgin (``pcm``), Vai (``vai``) and Algerian Arabic (``arq``) have no lighteval member: only
-  English-word prompts can be built for them.
+  English-word prompts can be built for them. Neither have the languages only the translation and diacritics
+  sets cover (``ach bbj lgg mey nde nyn shi teo ven``), whose tasks have no prompt words.
 """
 
 from __future__ import annotations
