@@ -17,8 +17,6 @@ is skipped and counted) because no citable source gives the order an integer enc
 
 from __future__ import annotations
 
-import dataclasses
-
 from lighteval.metrics.metrics_corpus import CorpusLevelF1Score
 from lighteval.metrics.sample_preparator import LoglikelihoodPreparator
 from lighteval.metrics.utils.metric_utils import CorpusLevelMetric
@@ -86,12 +84,9 @@ FAMILY = Family(
     evaluation_splits=("test",),
     few_shots_split="train",
     hf_avail_splits=("train", "validation", "test"),
+    extra_metrics=(F1_MACRO,),
 )
 
 
 def tasks() -> list[LightevalTaskConfig]:
-    """The family's configs, each with macro-F1 added to its accuracy metrics."""
-    return [
-        dataclasses.replace(config, metrics=[*config.metrics, F1_MACRO])
-        for config in family_tasks(FAMILY, covered_by("afrihate"))
-    ]
+    return family_tasks(FAMILY, covered_by("afrihate"))

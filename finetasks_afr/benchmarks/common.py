@@ -197,6 +197,7 @@ class Family:
     few_shots_split_for: Callable[[AfricanLanguage], str | None] | None = None
     adapter_for: Callable[[AfricanLanguage], Callable[[dict], Any]] | None = None  # per-language adapter
     labels_for: Callable[[AfricanLanguage], tuple[str, ...]] | None = None  # labels offered: baseline 1/len
+    extra_metrics: tuple[Metric, ...] = ()  # beside the accuracy family (AfriHate's macro-F1)
 
     def language_adapter(self, language: AfricanLanguage) -> Callable[[dict], Any]:
         """The adapter for `language`: `adapter_for(language)` when given, else the family's one adapter."""
@@ -238,7 +239,7 @@ def family_tasks(family: Family, languages: list[AfricanLanguage]) -> list[Light
                         name=name,
                         info=info,
                         prompt_function=prompt_function,
-                        metrics=mc_metrics(FORMULATIONS[formulation]),
+                        metrics=[*mc_metrics(FORMULATIONS[formulation]), *family.extra_metrics],
                         evaluation_splits=family.evaluation_splits,
                         few_shots_split=fewshot,
                         hf_avail_splits=family.hf_avail_splits,
