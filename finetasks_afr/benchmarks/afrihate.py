@@ -24,7 +24,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import SamplingMethod
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
+from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
 from finetasks_afr.languages import covered_by, same_codes
 from finetasks_afr.sources import DatasetSource
 
@@ -63,12 +63,9 @@ def adapter(line: dict) -> dict:
     label = line["label"]
     if not isinstance(label, str) or label.strip().isdigit():
         raise ValueError(f"AfriHate label {label!r} is not one of the names Hate/Abuse/Normal")
-    tweet = clean(line["tweet"])
-    if not tweet:
-        raise ValueError("empty tweet")
     return {
         "instruction": INSTRUCTION,
-        "question": tweet,
+        "question": required_text(line, "tweet"),
         "choices": list(LABELS),
         "gold_idx": label_index(label, LABELS),
     }

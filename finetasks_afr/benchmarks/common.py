@@ -157,6 +157,14 @@ def build_config(
     )
 
 
+def required_text(line: dict, field: str) -> str:
+    """The cleaned text of `field`; KeyError when missing, ValueError when empty (the row is then skipped)."""
+    text = clean(line[field])
+    if not text:
+        raise ValueError(f"empty {field}")
+    return text
+
+
 def letter_index(letter: Any, n: int) -> int:
     """'A'..'D' (or '1'..'4') -> 0-based index; ValueError when out of range (the row is then skipped)."""
     text = str(letter).strip().upper()

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
+from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
 from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
 from finetasks_afr.sources import DatasetSource
 
@@ -75,19 +75,12 @@ SOURCES = (
 )
 
 
-def _text(line: dict) -> str:
-    text = clean(line["text"])
-    if not text:
-        raise ValueError("empty text")
-    return text
-
-
 def adapter(line: dict) -> dict:
     """All 40 intents offered (CF)."""
     options = [words(intent) for intent in INTENTS]
     return {
         "instruction": instruction(options),
-        "question": _text(line),
+        "question": required_text(line, "text"),
         "choices": options,
         "gold_idx": label_index(line["intent"], INTENTS),
     }
@@ -104,7 +97,7 @@ def four_options(text: str, gold: str) -> list[str]:
 
 def adapter4(line: dict) -> dict:
     """The gold intent and three seeded distractors (CF, MCF, hybrid)."""
-    text = _text(line)
+    text = required_text(line, "text")
     gold = INTENTS[label_index(line["intent"], INTENTS)]
     options = four_options(text, gold)
     shown = [words(intent) for intent in options]

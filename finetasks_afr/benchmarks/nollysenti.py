@@ -14,7 +14,7 @@ from __future__ import annotations
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
+from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
 from finetasks_afr.languages import covered_by
 from finetasks_afr.sources import DatasetSource
 
@@ -38,12 +38,9 @@ SOURCES = (
 
 
 def adapter(line: dict) -> dict:
-    review = clean(line["review"])
-    if not review:
-        raise ValueError("empty review")
     return {
         "instruction": INSTRUCTION,
-        "question": review,
+        "question": required_text(line, "review"),
         "choices": list(SENTIMENTS),
         "gold_idx": label_index(line["label"], SENTIMENTS),
     }

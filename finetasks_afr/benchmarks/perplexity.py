@@ -34,7 +34,7 @@ from lighteval.metrics.metrics import Metrics
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from finetasks_afr.benchmarks.common import TaskInfo, build_config, clean, skipping, task_name
+from finetasks_afr.benchmarks.common import TaskInfo, build_config, required_text, skipping, task_name
 from finetasks_afr.languages import AfricanLanguage, covered_by
 
 FORMULATION = "PPL"
@@ -47,13 +47,7 @@ METRIC_NAMES = ("word_perplexity", "byte_perplexity", "bits_per_byte")
 def text_of(field: str) -> Callable[[dict], str]:
     """Row -> its cleaned text in `field`; ValueError when missing or empty (the row is then skipped)."""
 
-    def adapter(line: dict) -> str:
-        text = clean(line[field])
-        if not text:
-            raise ValueError(f"empty {field}")
-        return text
-
-    return adapter
+    return lambda line: required_text(line, field)
 
 
 def text_doc(text: str, task_name: str) -> Doc:
