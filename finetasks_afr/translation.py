@@ -38,7 +38,6 @@ tokens are scored in the ll form, so the examples cost context but never enter t
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -346,18 +345,18 @@ def reference_tasks(
             dataset=dataset,
             subset=subset,
         )
-        config = build_config(
-            name=name,
-            info=info,
-            prompt_function=prompt_for(name),
-            metrics=[BITS_PER_BYTE] if form == "ll" else [CHRF_PLUS_PLUS],
-            evaluation_splits=evaluation_splits,
-            few_shots_split=few_shots_split,
-            hf_avail_splits=hf_avail_splits,
-            generation_size=generation_size if form == "gen" else None,
-            stop_sequence=STOP if form == "gen" else None,
+        configs.append(
+            build_config(
+                name=name,
+                info=info,
+                prompt_function=prompt_for(name),
+                metrics=[BITS_PER_BYTE] if form == "ll" else [CHRF_PLUS_PLUS],
+                evaluation_splits=evaluation_splits,
+                few_shots_split=few_shots_split,
+                hf_avail_splits=hf_avail_splits,
+                generation_size=generation_size if form == "gen" else None,
+                stop_sequence=STOP if form == "gen" else None,
+                location=location,
+            )
         )
-        if location is not None:
-            config = dataclasses.replace(config, hf_repo=location[0], hf_revision=location[1])
-        configs.append(config)
     return configs

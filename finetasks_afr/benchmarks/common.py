@@ -136,9 +136,13 @@ def build_config(
     hf_filter: Callable[[dict], bool] | None = None,
     generation_size: int | None = None,
     stop_sequence: tuple[str, ...] | None = None,
+    location: tuple[str, str | None] | None = None,
 ) -> LightevalTaskConfig:
-    """A LightevalTaskConfig reading from the hub (pinned) or the local mirror, with its metadata recorded."""
-    repo, revision = hf_location(info.dataset, info.subset)
+    """A LightevalTaskConfig reading from the hub (pinned) or the local mirror, with its metadata recorded.
+
+    `location` = (hf_repo, hf_revision) replaces `hf_location`'s choice, for a task whose rows must come from the
+    same place as another config's (FLORES translation reads its English side by `index_id`)."""
+    repo, revision = location or hf_location(info.dataset, info.subset)
     TASK_INFO[name] = info
     return LightevalTaskConfig(
         name=name,
