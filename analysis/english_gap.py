@@ -40,6 +40,7 @@ from analysis.config import Config
 from analysis.io import write_csv_atomic
 from analysis.metrics import metric_info
 from analysis.signal import bootstrap_mean_ci
+from analysis.table import checkpoint_tokens
 
 ENGLISH = "eng"
 ENGLISH_PROMPT_SUFFIX = "_enprompt"
@@ -176,7 +177,7 @@ def _curves(seed_gaps: pl.DataFrame, confidence: float) -> pl.DataFrame:
     both = pl.col("english_stderr").is_not_null() & pl.col("language_stderr").is_not_null()
     grouped = seed_gaps.group_by([*PAIR, "run", "step"]).agg(
         *[pl.col(c).first() for c in ("benchmark", "language", "formulation", "prompt")],
-        pl.col("tokens").max(),
+        checkpoint_tokens(),
         pl.col("gap").mean(),
         pl.col("english_score").mean(),
         pl.col("language_score").mean(),

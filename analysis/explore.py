@@ -390,7 +390,8 @@ def run_order(ex: Exploration, task: str, metric: str | None = None) -> tuple[pl
     for run, step, mean in curves.select("run", "step", "mean").iter_rows():
         grid[step_index[step], run_index[run]] = mean
     tau, n = kendall_between(grid[:-1], grid[1:], ex.config.consistency.variant)
-    tokens = dict(curves.group_by("step").agg(pl.col("tokens").max()).iter_rows())
+    # runs share one x position per step: the mean of their (seed-mean) token counts, docs/statistics.md
+    tokens = dict(curves.group_by("step").agg(pl.col("tokens").mean()).iter_rows())
     taus = pl.DataFrame(
         {
             "step": steps[1:],

@@ -66,7 +66,15 @@ from analysis.table import (
     read_task_info,
     validate,
 )
-from finetasks_afr.sweep.discover import Checkpoint, identity_from_path, is_checkpoint_dir, tokens_of
+from finetasks_afr.sweep.discover import (
+    Checkpoint,
+    identity_from_path,
+    is_checkpoint_dir,
+    token_conflicts,
+    token_override_note,
+    tokens_of,
+    tokens_origin,
+)
 
 
 class LmEvalError(ScoreTableError):
@@ -115,11 +123,38 @@ def _load(path: Path) -> Any:
         ) from error
 
 
+NOT_RESULTS: frozenset[str] = frozenset(
+    {
+        "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+        "added_tokens.json", "vocab.json", "trainer_state.json", "model.safetensors.index.json",
+        "pytorch_model.bin.index.json", "adapter_config.json", "preprocessor_config.json", "part.json",
+    }
+)  # fmt: skip
+"""JSON files of checkpoint folders and sweep parts that are never results: not opened when looking for results."""
+
+
+def holds_lm_eval_04(path: Path) -> bool:
+    """Whether a .json file's content is an lm-eval 0.4 results file, whatever its name; unreadable files are not."""
+    try:
+        return is_lm_eval_04(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
 def lm_eval_files(root: Path) -> list[Path]:
-    """The lm-eval 0.4 results files at `root`: the file itself, or every `results_*.json` below a folder."""
+    """The lm-eval 0.4 results files at `root`: the file itself, or below a folder every `results_*.json` (by name:
+    an unreadable one is reported by the reader) and every other .json whose content is lm-eval 0.4 results.
+
+    By content too because lm-eval names its file after `--output_path` when that ends in `.json` (`x.json` ->
+    `x_<datetime>.json`). Known checkpoint files (`NOT_RESULTS`) are not opened.
+    """
     if root.is_file():
         return [root]
-    return sorted(p for p in root.rglob(RESULTS_GLOB) if p.is_file())
+    return sorted(
+        p
+        for p in root.rglob("*.json")
+        if p.is_file() and (p.match(RESULTS_GLOB) or (p.name not in NOT_RESULTS and holds_lm_eval_04(p)))
+    )
 
 
 def looks_like_lm_eval_04(path: Path) -> bool:
@@ -474,16 +509,33 @@ def _notes(files: Sequence[LmEvalFile], superseded: Sequence[str], unknown_metri
     return notes
 
 
-def _unknown_tasks(unknown: set[str], source: str, skip_unknown: bool) -> list[str]:
-    """An unknown task is an error naming the fix, or a note under skip_unknown."""
-    listing = ", ".join(sorted(unknown)[:10]) + (f" (+{len(unknown) - 10} more)" if len(unknown) > 10 else "")
+def unknown_tasks(unknown: Mapping[str, Path], source: str, skip_unknown: bool, also: str = "") -> list[str]:
+    """Tasks without task info (task -> a results file holding it): an error naming each task's file and the fix
+    (`also`: a further way out, e.g. collect's --custom-tasks), or a note under skip_unknown."""
+    names = sorted(unknown)
+    listing = ", ".join(f"{task} (in {unknown[task]})" for task in names[:10])
+    listing += f" (+{len(names) - 10} more)" if len(names) > 10 else ""
     if unknown and not skip_unknown:
         raise LmEvalError(
             f"{source}: {len(unknown)} task(s) without task info (benchmark, language, category, formulation, "
             f"random_baseline): {listing}; fix: pass --task-info CSV (columns task,benchmark,language,category,"
-            "formulation,random_baseline) or --skip-unknown to skip them (Python API: task_info=, skip_unknown=True)"
+            f"formulation,random_baseline){also}, or --skip-unknown to skip them (Python API: task_info=, "
+            "skip_unknown=True)"
         )
-    return [f"skipped {len(unknown)} tasks without task info: {listing}"] if unknown else []
+    return [f"skipped {len(unknown)} task(s) without task info: {listing}"] if unknown else []
+
+
+def check_token_counts(found: Iterable[tuple[Checkpoint, str, str]], source: str) -> None:
+    """One (run, seed, step) with two token counts across files is an error naming the files and where each count
+    came from (`finetasks_afr.sweep.discover.token_conflicts`); seeds of one run may differ."""
+    conflicts = token_conflicts(found)
+    if conflicts:
+        listing = "; ".join(conflicts[:5]) + (f" (+{len(conflicts) - 5} more)" if len(conflicts) > 5 else "")
+        raise LmEvalError(
+            f"{source}: {len(conflicts)} checkpoint(s) of one seed have two token counts: {listing}; fix: one "
+            "checkpoint saw one number of tokens: delete the stale results file, or pass --tokens-per-step to set "
+            "every count"
+        )
 
 
 def read_lm_eval_04(
@@ -507,11 +559,15 @@ def read_lm_eval_04(
     extra = read_task_info(task_info) if isinstance(task_info, str | Path) else dict(task_info or {})
     info = {**builtin_task_info(slot[3] for slot in owner), **extra}
     columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
-    unknown_tasks: set[str] = set()
+    unknown: dict[str, Path] = {}
     unknown_metrics: set[str] = set()
+    owners = sorted({id(f): f for f in owner.values()}.values(), key=lambda f: str(f.path))
+    check_token_counts(
+        ((f.checkpoint, str(f.path), tokens_origin(f.checkpoint, tokens_per_step)) for f in owners), source
+    )
     for (run, seed, step, task, fewshot), result in owner.items():
         if task not in info:
-            unknown_tasks.add(task)
+            unknown.setdefault(task, result.path)
             continue
         ti = info[task]
         for metric, (score, stderr) in result.scores[(task, fewshot)].items():
@@ -527,7 +583,8 @@ def read_lm_eval_04(
             }  # fmt: skip
             for column, cells in columns.items():
                 cells.append(row[column])
-    notes = _notes(files, superseded, unknown_metrics) + _unknown_tasks(unknown_tasks, source, skip_unknown)
+    notes = _notes(files, superseded, unknown_metrics) + unknown_tasks(unknown, source, skip_unknown)
+    notes += token_override_note((f.checkpoint for f in files), tokens_per_step)
     frame, report = validate(pl.DataFrame(columns, schema=SCHEMA), source=source)
     report.notes = notes + report.notes
     if not frame.height:

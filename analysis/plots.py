@@ -42,6 +42,7 @@ from matplotlib.patches import Patch
 from analysis.io import atomic_write
 from analysis.metrics import metric_info
 from analysis.report import consistency_order
+from analysis.table import checkpoint_tokens
 
 __all__ = [
     "BAND_LABELS",
@@ -175,7 +176,8 @@ def _token_scale(max_tokens: float) -> tuple[float, str]:
 def seed_curves(
     rows: pl.DataFrame, by: Sequence[str] = ("metric",), *, band: Band = "minmax", ddof: int = 1
 ) -> pl.DataFrame:
-    """Per (*by, run, step), sorted: `mean` score over seeds, the band `lo`..`hi`, `n_seeds`, mean `tokens`.
+    """Per (*by, run, step), sorted: `mean` score over seeds, the band `lo`..`hi`, `n_seeds`, `tokens` (the seed mean,
+    `analysis.table.checkpoint_tokens`).
 
     The band is the seed minimum..maximum ("minmax") or mean ± one std across seeds ("sd", with `ddof`;
     0 wide for a single seed). `rows` need run, step and score (null and non-finite scores removed by
@@ -194,7 +196,7 @@ def seed_curves(
             hi=pl.col("score").max(),
             sd=pl.col("score").std(ddof=ddof).fill_null(0.0),
             n_seeds=pl.len().cast(pl.Int64),
-            tokens=pl.col("tokens").mean(),
+            tokens=checkpoint_tokens(),
         )
         .sort(keys)
     )

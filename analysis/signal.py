@@ -13,6 +13,7 @@ import polars as pl
 
 from analysis.config import BootstrapConfig, Config
 from analysis.metrics import metric_info
+from analysis.table import checkpoint_tokens
 
 GROUP: tuple[str, ...] = ("task", "fewshot", "metric")
 _META = ("benchmark", "language", "category", "formulation", "random_baseline")
@@ -108,7 +109,8 @@ def _higher_is_better(metric: str) -> bool:
 
 def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
     """Per (group, run, step): seeds present, raw mean and std across seeds, the curve value (oriented
-    seed mean), mean stderr, tokens; and whether the step is the run's final common step (all seeds)."""
+    seed mean), mean stderr, tokens (`checkpoint_tokens`: the seed mean); and whether the step is the run's final
+    common step (all seeds)."""
     cells = compact.group_by(["gid", "rid", "step"]).agg(
         pl.len().alias("n"),
         pl.col("score").mean().alias("mean"),
@@ -116,7 +118,7 @@ def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
         pl.col("oriented").mean().alias("value"),
         pl.col("baseline").first(),
         pl.col("stderr").mean(),
-        pl.col("tokens").max(),
+        checkpoint_tokens(),
     )
     run_seeds = compact.group_by(["gid", "rid"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
     cells = cells.join(run_seeds, on=["gid", "rid"])

@@ -216,10 +216,21 @@ def test_falling_token_counts_name_run_seed_and_steps(tmp_path: Path) -> None:
     )
     path = _csv(tmp_path / "scores.csv", frame)
     _load_error(
-        path, "1 checkpoint(s) have fewer tokens", "run=mixA seed(s) 1, 2", "step 1000 has tokens 2,000,000",
-        "the later step 2000 only 1,000,000",
+        path, "2 checkpoint(s) have fewer tokens", "run=mixA seed=1: step 1000 has tokens 2,000,000",
+        "run=mixA seed=2: step 1000", "the later step 2000 only 1,000,000",
     )  # fmt: skip
     _select_fails(path, "fewer tokens")
+
+
+def test_a_seed_is_compared_with_itself_only(tmp_path: Path) -> None:
+    """Seed 2 saw more tokens at step 1000 than seed 1 at step 2000: no fall within either seed."""
+    frame = rows(
+        {"step": 1000, "tokens": 2_000_000},
+        {"step": 2000, "tokens": 2_100_000},
+        {"step": 1000, "tokens": 2_200_000, "seed": 2},
+        {"step": 2000, "tokens": 4_000_000, "seed": 2},
+    )
+    assert read_scores(_csv(tmp_path / "scores.csv", frame))[0].height == 4
 
 
 def test_null_tokens_are_not_a_fall(tmp_path: Path) -> None:

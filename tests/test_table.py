@@ -22,6 +22,7 @@ from analysis.table import (
     LoadReport,
     ScoreTableError,
     TaskInfo,
+    checkpoint_tokens,
     read_lm_eval_harness,
     read_scores,
     validate,
@@ -238,10 +239,36 @@ def test_replicas_with_distinct_seeds_are_fine() -> None:
     assert validate(rows({"seed": 1}, {"seed": 2}, {"seed": None}), source="s")[0].height == 3
 
 
-def test_two_token_counts_for_one_checkpoint() -> None:
+def test_two_token_counts_for_one_checkpoint_of_one_seed() -> None:
     message = error_of(rows({}, {"metric": "acc_norm", "tokens": 3_000_000}, {"seed": 2, "tokens": None}))
-    assert "column 'run', 'step', 'tokens': 1 (run, step) checkpoint(s)" in message
-    assert "run=mixA step=1000 has tokens [2000000, 3000000]" in message
+    assert "column 'run', 'seed', 'step', 'tokens': 1 (run, seed, step) checkpoint(s)" in message
+    assert "run=mixA seed=1 step=1000 has tokens [2000000, 3000000]" in message
+
+
+def test_seeds_may_see_different_token_counts_at_one_step() -> None:
+    """Unpacked HF Trainer runs: each seed counts its own batches' tokens; aligned by step, noted, not refused."""
+    frame, report = validate(
+        rows(
+            {"tokens": 49_496},
+            {"seed": 2, "tokens": 50_352},
+            {"step": 2000, "tokens": 99_000},
+            {"step": 2000, "seed": 2, "tokens": 99_000},
+        ),
+        source="s",
+    )
+    assert frame.height == 4
+    (note,) = [n for n in report.notes if "different token counts" in n]
+    # widest spread: (50,352 - 49,496) / mean 49,924 = 1.7%
+    assert "at 1 of 2 (run, step) checkpoint(s)" in note
+    assert "run=mixA step=1000, 49,496..50,352, 1.7% of the mean" in note
+    assert "seed mean" in note
+
+
+def test_checkpoint_tokens_is_the_rounded_seed_mean() -> None:
+    frame = rows({"tokens": 49_496}, {"seed": 2, "tokens": 50_352}, {"seed": 3, "tokens": 50_353}, {"seed": 4})
+    frame = frame.with_columns(pl.when(pl.col("seed") == 4).then(None).otherwise(pl.col("tokens")).alias("tokens"))
+    got = frame.group_by("run", "step").agg(checkpoint_tokens()).get_column("tokens").to_list()
+    assert got == [50_067]  # (49,496 + 50,352 + 50,353) / 3 = 50,067.0; the null seed is left out
 
 
 @pytest.mark.parametrize(

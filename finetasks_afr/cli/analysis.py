@@ -16,7 +16,14 @@ from analysis.io import OutputDirectoryError
 from analysis.select import DecisionsError, read_decisions
 from analysis.table import LoadReport, ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.cli.common import console, fail, output_failure, require_analysis_out, wrote_line
+from finetasks_afr.cli.common import (
+    TOKENS_PER_STEP_HELP,
+    console,
+    fail,
+    output_failure,
+    require_analysis_out,
+    wrote_line,
+)
 
 SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
@@ -34,7 +41,7 @@ TaskInfoOpt = Annotated[
 ]  # fmt: skip
 TokensOpt = Annotated[
     int | None,
-    typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has no token counts)."),
+    typer.Option("--tokens-per-step", help=TOKENS_PER_STEP_HELP),
 ]
 SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
 

@@ -16,6 +16,10 @@ from rich.markup import escape
 from analysis.io import OutputDirectoryError
 
 console = Console(stderr=True)
+TOKENS_PER_STEP_HELP = (
+    "Tokens per training step: every checkpoint's tokens = this x step, overriding the num_input_tokens_seen "
+    "of trainer_state.json (the output says so). Default: the counts the trainer recorded (none for hub revisions)."
+)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

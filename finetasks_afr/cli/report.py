@@ -16,7 +16,14 @@ from analysis.config import ConfigError, load_config
 from analysis.io import OutputDirectoryError
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
-from finetasks_afr.cli.common import console, fail, output_failure, require_analysis_out, wrote_line
+from finetasks_afr.cli.common import (
+    TOKENS_PER_STEP_HELP,
+    console,
+    fail,
+    output_failure,
+    require_analysis_out,
+    wrote_line,
+)
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
 
@@ -36,9 +43,7 @@ def report_command(
     task_info: Annotated[
         Path | None, typer.Option("--task-info", help="CSV of task metadata for lm-evaluation-harness tasks.")
     ] = None,
-    tokens_per_step: Annotated[
-        int | None, typer.Option("--tokens-per-step", help="Tokens per training step (lm-eval JSON has none).")
-    ] = None,
+    tokens_per_step: Annotated[int | None, typer.Option("--tokens-per-step", help=TOKENS_PER_STEP_HELP)] = None,
     figures: Annotated[bool, typer.Option(help="Draw the figures the pages show (matplotlib).")] = True,
 ) -> None:
     """Write the selection report of SCORES into DIR: report.html (+ one page per language), report.md,

@@ -9,7 +9,13 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from finetasks_afr.cli.common import console, fail, require_output_dir, require_output_file
+from finetasks_afr.cli.common import (
+    TOKENS_PER_STEP_HELP,
+    console,
+    fail,
+    require_output_dir,
+    require_output_file,
+)
 
 
 def quiet_third_party_progress() -> None:
@@ -61,9 +67,7 @@ def sweep_command(
     tokenizer: Annotated[str | None, typer.Option(help="Tokenizer for checkpoints saved without one.")] = None,
     max_samples: Annotated[int | None, typer.Option(help="Evaluate only N samples per task (partial!).")] = None,
     save_details: Annotated[bool, typer.Option(help="Keep lighteval's per-sample details.")] = False,
-    tokens_per_step: Annotated[
-        int | None, typer.Option(help="Tokens per step, where trainer_state.json does not say.")
-    ] = None,
+    tokens_per_step: Annotated[int | None, typer.Option(help=TOKENS_PER_STEP_HELP)] = None,
     steps: Annotated[str | None, typer.Option(help="Only these steps, comma-separated.")] = None,
     skip_incomplete: Annotated[
         bool, typer.Option(help="Skip checkpoint folders without config or weights (listed) instead of failing.")
@@ -87,7 +91,7 @@ def sweep_command(
 ) -> None:
     """Evaluate every checkpoint of the runs on the tasks; resumable (rerun the same command to continue)."""
     from finetasks_afr.sources import DATA_DIR_ENV
-    from finetasks_afr.sweep.discover import DiscoveryError, discover
+    from finetasks_afr.sweep.discover import DiscoveryError, discover, token_override_note
     from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, SweepSpec, TaskListError, parse_tasks
     from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
     from finetasks_afr.sweep.store import SweepStoreError
@@ -109,6 +113,8 @@ def sweep_command(
         raise fail(str(error)) from error
     for item in found.incomplete:
         console.print(f"[yellow]skipping incomplete checkpoint[/] {item.path}: {item.reason}")
+    for note in token_override_note(found.checkpoints, tokens_per_step):
+        console.print(f"[yellow]note:[/] {escape(note)}")
     if not found.checkpoints:
         raise fail("no checkpoint to evaluate (check --steps)")
     env = {name: os.environ[name] for name in (DATA_DIR_ENV, "FINETASKS_AFR_DEMO_WORLD") if name in os.environ}
@@ -194,9 +200,7 @@ def collect_command(
         typer.Argument(help="Sweep directories, lighteval --output-dir or lm-eval 0.4 --output_path folders/files."),
     ],
     out: Annotated[Path, typer.Option("--out", help="Score table to write (.parquet).")] = Path("scores.parquet"),
-    tokens_per_step: Annotated[
-        int | None, typer.Option(help="Tokens per step, where no trainer_state.json says.")
-    ] = None,
+    tokens_per_step: Annotated[int | None, typer.Option(help=TOKENS_PER_STEP_HELP)] = None,
     task_info: Annotated[
         Path | None, typer.Option(help="CSV task,benchmark,language,category,formulation,random_baseline.")
     ] = None,
@@ -204,12 +208,15 @@ def collect_command(
         str | None, typer.Option(help="Custom tasks module whose TASK_INFO describes its tasks.")
     ] = None,
     skip_bad: Annotated[bool, typer.Option(help="Skip corrupt or partial results files (listed).")] = False,
+    skip_unknown: Annotated[
+        bool, typer.Option(help="Skip tasks without task info (listed) instead of failing.")
+    ] = False,
 ) -> None:
     """Collect lighteval results (a sweep's or your own loop's) or lm-eval 0.4 results into the score table."""
     require_output_file(out, (".parquet", ".csv"))
     _collect_into(
         list(dirs), out, tokens_per_step=tokens_per_step, task_info=task_info, custom_tasks=custom_tasks,
-        skip_bad=skip_bad,
+        skip_bad=skip_bad, skip_unknown=skip_unknown,
     )  # fmt: skip
 
 

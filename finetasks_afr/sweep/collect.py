@@ -22,16 +22,24 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from analysis.lm_eval import builtin_task_info, checkpoint_of, is_lm_eval_04, read_results_file
+from analysis.lm_eval import (
+    builtin_task_info,
+    check_token_counts,
+    checkpoint_of,
+    is_lm_eval_04,
+    lm_eval_files,
+    read_results_file,
+    unknown_tasks,
+)
 from analysis.metrics import metric_info
 from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
-from finetasks_afr.sweep.discover import Checkpoint
+from finetasks_afr.sweep.discover import Checkpoint, token_override_note, tokens_origin
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
@@ -72,16 +80,18 @@ class _ResultFile:
     settings: dict | None = None  # a sweep part's result-changing settings
     lm_eval: bool = False  # an lm-evaluation-harness 0.4 file (analysis.lm_eval's task info applies)
     notes: list[str] = field(default_factory=list)  # what reading it left out
+    tokens_from: str = ""  # where the checkpoint's token count came from, for conflict messages
 
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
-    """Every lighteval results file (`results_*.json` or a sweep part's `results.json`) under the roots."""
+    """Every results file under the roots: lighteval's `results_*.json`, a sweep part's `results.json`, and lm-eval
+    0.4 results whatever their name (`analysis.lm_eval.lm_eval_files`: by name or by content)."""
     files: set[Path] = set()
     for root in map(Path, roots):
         if root.is_file():
             files.add(root)
         elif root.is_dir():
-            files.update(root.rglob("results_*.json"))
+            files.update(lm_eval_files(root))  # every results_*.json too
             files.update(p for p in root.rglob("results.json") if (p.parent / PART_MANIFEST).is_file())
         else:
             raise CollectError(f"{root}: no such file or directory; fix: pass lighteval output or sweep directories")
@@ -130,7 +140,10 @@ def _read_lm_eval_file(path: Path, data: dict, tokens_per_step: int | None) -> _
     if unknown:
         names = sorted({m.removesuffix("_stderr") for m in unknown})
         notes.append(f"lm-eval: skipped metrics unknown to the analysis: {', '.join(names)}")
-    return _ResultFile(path, found.checkpoint, results, {}, found.order[0], lm_eval=True, notes=notes)
+    origin = tokens_origin(found.checkpoint, tokens_per_step)
+    return _ResultFile(
+        path, found.checkpoint, results, {}, found.order[0], lm_eval=True, notes=notes, tokens_from=origin
+    )
 
 
 def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
@@ -153,11 +166,15 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
             raise CollectError(f"{manifest_path}: not a sweep part manifest ({error})") from error
         order = str(manifest.get("finished", ""))
         settings = part_settings(manifest)
+        if tokens_per_step is not None:  # the explicit option wins over what the sweep recorded
+            checkpoint = replace(checkpoint, tokens=tokens_per_step * checkpoint.step)
+        origin = tokens_origin(checkpoint, tokens_per_step) if tokens_per_step is not None else str(manifest_path)
     else:
         checkpoint = _checkpoint_from_config(path, data, tokens_per_step)
         stamp = _TIMESTAMP.search(path.name)
         order = stamp.group(1) if stamp else ""
-    return _ResultFile(path, checkpoint, results, info, order, settings)
+        origin = tokens_origin(checkpoint, tokens_per_step)
+    return _ResultFile(path, checkpoint, results, info, order, settings, tokens_from=origin)
 
 
 def _check_results(path: Path, results: dict) -> None:
@@ -180,7 +197,9 @@ def _number(value: Any, path: Path, where: str) -> float | None:
     return float(value)
 
 
-def _rows(result: _ResultFile, keys: set[str], task_info: Mapping[str, TaskInfo], unknown: set[str]) -> list[dict]:
+def _rows(
+    result: _ResultFile, keys: set[str], task_info: Mapping[str, TaskInfo], unknown: dict[str, Path]
+) -> list[dict]:
     """Score-table rows of the file's `keys` (its task|fewshot entries no newer file supersedes)."""
     rows = []
     checkpoint = result.checkpoint
@@ -190,7 +209,7 @@ def _rows(result: _ResultFile, keys: set[str], task_info: Mapping[str, TaskInfo]
         task, _, fewshot = key.partition("|")
         info = result.task_info.get(task) or task_info.get(task)
         if info is None:
-            unknown.add(task)
+            unknown.setdefault(task, result.path)
             continue
         for metric, value in metrics.items():
             if metric.endswith("_stderr"):
@@ -248,8 +267,14 @@ def collect(
     task_info: Mapping[str, TaskInfo] | Path | None = None,
     custom_tasks: str | Path | None = None,
     skip_bad: bool = False,
+    skip_unknown: bool = False,
 ) -> tuple[pl.DataFrame, CollectReport]:
-    """The validated score table of every results file under `roots`, and what happened on the way."""
+    """The validated score table of every results file under `roots`, and what happened on the way.
+
+    `tokens_per_step`, when given, sets every checkpoint's tokens (overriding trainer_state.json and sweep
+    manifests, noted); tasks without metadata are an error naming their files, or skipped (noted) under
+    `skip_unknown`.
+    """
     report = CollectReport()
     files = results_files(roots)
     if not files:
@@ -267,18 +292,22 @@ def collect(
             report.skipped.append((str(path), str(error).removeprefix(f"{path}: ")))
     _check_one_setting(parsed)
     known = _known_task_info(parsed, task_info, custom_tasks)
-    rows, unknown = _latest_rows(parsed, known, report)
-    if unknown:
-        raise CollectError(
-            f"{len(unknown)} task(s) without metadata (benchmark, language, category, formulation, random "
-            f"baseline): {', '.join(sorted(unknown)[:8])}; fix: pass --custom-tasks with the module defining them "
-            "(and a TASK_INFO) or --task-info CSV"
-        )
+    rows, unknown, contributing = _latest_rows(parsed, known, report)
+    source = ", ".join(map(str, roots))
+    try:
+        report.notes += unknown_tasks(
+            unknown, source, skip_unknown, also=", --custom-tasks with the lighteval module defining them (and a "
+            "TASK_INFO)",
+        )  # fmt: skip
+        check_token_counts(((r.checkpoint, str(r.path), r.tokens_from) for r in contributing), source)
+    except ScoreTableError as error:
+        raise CollectError(str(error)) from error
     frame = pl.DataFrame(rows, schema=SCHEMA)
     report.files = len(parsed)
     report.notes += list(dict.fromkeys(note for result in parsed for note in result.notes))  # once, not per file
+    report.notes += token_override_note((r.checkpoint for r in parsed), tokens_per_step)
     try:
-        frame, load = validate(frame, source=", ".join(map(str, roots)))
+        frame, load = validate(frame, source=source)
     except ScoreTableError as error:
         raise CollectError(str(error)) from error
     report.rows = frame.height
@@ -331,8 +360,9 @@ def _known_task_info(
 
 def _latest_rows(
     parsed: list[_ResultFile], known: Mapping[str, TaskInfo], report: CollectReport
-) -> tuple[list[dict], set[str]]:
-    """Rows of every file, the newest file winning per (checkpoint, task|fewshot)."""
+) -> tuple[list[dict], dict[str, Path], list[_ResultFile]]:
+    """Rows of every file, the newest file winning per (checkpoint, task|fewshot); tasks without metadata (with a
+    file holding each); the files that gave rows."""
     owner: dict[tuple, _ResultFile] = {}
     for result in sorted(parsed, key=lambda r: r.order):
         c = result.checkpoint
@@ -347,7 +377,7 @@ def _latest_rows(
     for slot, owner_file in owner.items():
         kept.setdefault(id(owner_file), set()).add(slot[3])
     rows: list[dict] = []
-    unknown: set[str] = set()
+    unknown: dict[str, Path] = {}
     for result in parsed:
         rows += _rows(result, kept.get(id(result), set()), known, unknown)
-    return rows, unknown
+    return rows, unknown, [result for result in parsed if id(result) in kept]

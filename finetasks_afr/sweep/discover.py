@@ -135,14 +135,65 @@ def read_trainer_state(directory: Path) -> dict | None:
     return state
 
 
+def recorded_tokens(directory: Path) -> int | None:
+    """`num_input_tokens_seen` of a checkpoint's trainer_state.json (HF Trainer with include_num_input_tokens_seen),
+    or None when there is no state or it records no tokens."""
+    state = read_trainer_state(directory)
+    seen = state.get("num_input_tokens_seen") if state else None
+    return int(seen) if isinstance(seen, int | float) and not isinstance(seen, bool) and seen > 0 else None
+
+
 def tokens_of(directory: Path | None, step: int, tokens_per_step: int | None) -> int | None:
-    """Tokens seen at `step`: `num_input_tokens_seen` of the trainer state, else `tokens_per_step * step`."""
-    if directory is not None:
-        state = read_trainer_state(directory)
-        seen = state.get("num_input_tokens_seen") if state else None
-        if isinstance(seen, int | float) and seen > 0:
-            return int(seen)
-    return None if tokens_per_step is None else tokens_per_step * step
+    """Tokens seen at `step`: `tokens_per_step * step` when the user gave it (an explicit choice wins over what the
+    trainer recorded, see `token_override_note`), else the trainer state's `num_input_tokens_seen`, else None."""
+    if tokens_per_step is not None:
+        return tokens_per_step * step
+    return None if directory is None else recorded_tokens(directory)
+
+
+def tokens_origin(checkpoint: Checkpoint, tokens_per_step: int | None) -> str:
+    """Where a checkpoint's token count came from, for messages: the option, the trainer state file, or nowhere."""
+    if checkpoint.tokens is None:
+        return "no token count"
+    if tokens_per_step is not None:
+        return f"--tokens-per-step {tokens_per_step:,} x step"
+    return str(Path(checkpoint.path) / "trainer_state.json")
+
+
+def token_override_note(checkpoints: Iterable[Checkpoint], tokens_per_step: int | None) -> list[str]:
+    """A note when `--tokens-per-step` replaced counts the checkpoints' trainer_state.json files record."""
+    if tokens_per_step is None:
+        return []
+    overridden = []
+    for checkpoint in {c.path: c for c in checkpoints if c.revision is None}.values():
+        directory = Path(checkpoint.path)
+        recorded = recorded_tokens(directory) if directory.is_dir() else None
+        if recorded is not None and recorded != checkpoint.tokens:
+            overridden.append((directory / "trainer_state.json", recorded, checkpoint.tokens))
+    if not overridden:
+        return []
+    path, recorded, used = overridden[0]
+    return [
+        f"tokens = --tokens-per-step {tokens_per_step:,} x step, which overrides the num_input_tokens_seen of "
+        f"{len(overridden):,} checkpoint(s)' trainer_state.json (e.g. {path}: recorded {recorded:,}, used {used:,}); "
+        "leave --tokens-per-step out to use the recorded counts"
+    ]
+
+
+def token_conflicts(found: Iterable[tuple[Checkpoint, str, str]]) -> list[str]:
+    """(checkpoint, results file, origin of its tokens) triples -> one line per (run, seed, step) that two files
+    give two different token counts: the one true token conflict (seeds of a run may differ; one seed may not)."""
+    counts: dict[tuple[str, int | None, int], dict[int, tuple[str, str]]] = {}
+    for checkpoint, where, origin in found:
+        if checkpoint.tokens is not None:
+            key = (checkpoint.run, checkpoint.seed, checkpoint.step)
+            counts.setdefault(key, {}).setdefault(checkpoint.tokens, (where, origin))
+    return [
+        f"{run} seed {'none' if seed is None else seed} step {step}: "
+        + " vs ".join(f"{tokens:,} ({where}; tokens from {origin})" for tokens, (where, origin) in sorted(seen.items()))
+        for (run, seed, step), seen in sorted(counts.items(), key=lambda item: str(item[0]))
+        if len(seen) > 1
+    ]
 
 
 def is_checkpoint_dir(directory: Path) -> bool:
