@@ -139,6 +139,24 @@ def test_consistency_token_threshold_and_min_runs():
     assert row["consistency"] is None and "needs >= 3 runs" in row["consistency_reason"]
 
 
+def test_consistency_window_uses_the_seed_mean_of_token_counts():
+    """Seeds of one run saw different counts at step 7 (unpacked batches): 13B and 15.5B, mean 14.25B < 15B, so
+    the pair (7, 8) stays out of the window; the seeds' maximum (the rule before) would have let it in."""
+    values = {"A": [0.1, 0.5, 0.1], "B": [0.2, 0.3, 0.2], "C": [0.3, 0.2, 0.3]}
+    rows = [
+        {**r, "tokens": r["tokens"] + (tilt if r["step"] == 7 else 0)}
+        for run, v in values.items()
+        for seed, tilt in ((1, -B // 2), (2, 3 * B // 4))
+        for r in series(run, v, seed=seed, start=7)
+    ]
+    table = rows_to_table(rows)
+    assert table.filter(pl.col("step") == 7)["tokens"].unique().sort().to_list() == [13 * B // 2, 31 * B // 4]
+    row = compute_signal(table, CONFIG).row(0, named=True)
+    assert row["consistency_n_pairs"] == 1  # only (8, 9)
+    lifted = rows_to_table([{**r, "tokens": r["tokens"] + (B // 2 if r["step"] == 7 else 0)} for r in rows])
+    assert compute_signal(lifted, CONFIG).row(0, named=True)["consistency_n_pairs"] == 2  # 14B and 16.5B, mean 15.25B: (7, 8) in
+
+
 def test_consistency_without_tokens_needs_min_step():
     values = {"A": [0.1, 0.2], "B": [0.2, 0.3], "C": [0.3, 0.4]}
     rows = [{**r, "tokens": None} for run, v in values.items() for r in series(run, v)]
