@@ -153,8 +153,9 @@ def test_consistency_window_uses_the_seed_mean_of_token_counts():
     assert table.filter(pl.col("step") == 7)["tokens"].unique().sort().to_list() == [13 * B // 2, 31 * B // 4]
     row = compute_signal(table, CONFIG).row(0, named=True)
     assert row["consistency_n_pairs"] == 1  # only (8, 9)
+    # 14B and 16.5B, mean 15.25B: (7, 8) in
     lifted = rows_to_table([{**r, "tokens": r["tokens"] + (B // 2 if r["step"] == 7 else 0)} for r in rows])
-    assert compute_signal(lifted, CONFIG).row(0, named=True)["consistency_n_pairs"] == 2  # 14B and 16.5B, mean 15.25B: (7, 8) in
+    assert compute_signal(lifted, CONFIG).row(0, named=True)["consistency_n_pairs"] == 2
 
 
 def test_consistency_without_tokens_needs_min_step():
