@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror coverage-table bench-suite demo clean test-vllm
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -111,6 +111,15 @@ test-vllm: install
 	VLLM_VENV=$(VLLM_VENV) bash scripts/vllm_env.sh
 	@ls -d $(DEMO_OUT)/checkpoints/*/seed-*/checkpoint-* >/dev/null 2>&1 || $(MAKE) demo
 	$(VLLM_VENV)/bin/python scripts/check_vllm.py --demo $(DEMO_OUT)
+
+## The real lm-evaluation-harness 0.4.13 (its own .venv-lmeval: scripts/lmeval_env.sh) on tiny Llamas trained with the
+## HF Trainer on unpacked data (seeds that saw different token counts), with lm-eval's own AfroBench task files on
+## local data; then collect, select and make select-tasks on its folders, every value equal to lm-eval's JSON
+## (scripts/check_lm_eval.py -> out/lm-eval-check/check.json; about 4-6 minutes on 2 cores after the install).
+LMEVAL_VENV ?= .venv-lmeval
+test-lm-eval: install
+	LMEVAL_VENV=$(LMEVAL_VENV) bash scripts/lmeval_env.sh
+	VENV=$(VENV) $(LMEVAL_VENV)/bin/python scripts/check_lm_eval.py --cli $(abspath $(CLI)) --make $(MAKE) --out out/lm-eval-check
 
 ## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 6.3M-parameter Llama: our engine
 ## and lighteval's path (identical metrics asserted) against bare forward passes -> out/bench/suite.json

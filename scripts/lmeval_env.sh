@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The lm-evaluation-harness environment: .venv-lmeval (or $LMEVAL_VENV), built once, rebuilt when this script changes.
+# `make test-lm-eval` trains tiny Llamas with the HF Trainer and evaluates them with the real `lm_eval` CLI in it.
+#
+# lm-eval cannot share .venv: lighteval 0.13 (the project's) needs huggingface_hub < 2, while lm-eval 0.4.13's [hf]
+# extra resolves huggingface_hub 2.x and transformers 5.24. And a plain `pip install "lm-eval[hf]==0.4.13"` pulls
+# torch 2.14.1 with its CUDA packages (a 6.3 GB environment). So this environment holds:
+#   1. torch==2.13.0 FIRST: the local CPU wheel (/opt/wheels); every later step is constrained to it, so pip can
+#      never swap in a CUDA torch;
+#   2. lm-eval[hf]==0.4.13, with the packages on its model and data path pinned to what it resolved against
+#      torch 2.13.0 (below), so the harness a CI run tests does not move under it;
+#   3. nothing of this project: finetasks-afr (`collect`, `select`, `make select-tasks`) runs from the main .venv,
+#      exactly as a user runs it on the folders lm-eval wrote. Installing the project here (even --no-deps plus a
+#      subset) would leave its lighteval requirement unmet for `pip check` and test a second, different install;
+#      scripts/check_lm_eval.py itself needs only lm-eval's stack (torch, transformers, tokenizers, datasets).
+# `pip check` must report "No broken requirements found."; any other line fails the script.
+#
+#   bash scripts/lmeval_env.sh          # idempotent: a no-op when the stamp matches this script
+set -euo pipefail
+script="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$script")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${LMEVAL_VENV:-.venv-lmeval}"
+STAMP="$VENV/.installed"
+digest="$(sha256sum "$script" | cut -d' ' -f1)"
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ] && [ -x "$VENV/bin/python" ]; then
+    echo "lmeval_env: $VENV is up to date"
+    exit 0
+fi
+started=$SECONDS
+rm -f "$STAMP"
+"$PYTHON" -m venv "$VENV"
+# pip, without the "Location ... is ignored" warnings of this machine's absent extra indexes
+quiet_pip() {
+    "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v -E "^WARNING: Location '.*' is ignored" || true; }
+    return "${PIPESTATUS[0]}"
+}
+pip=(quiet_pip install -q)
+constraints="$VENV/constraints-lmeval.txt"
+cat >"$constraints" <<'EOF'
+torch==2.13.0
+transformers==5.24.0
+tokenizers==0.23.3
+huggingface_hub==2.4.0
+datasets==5.2.0
+accelerate==1.15.0
+evaluate==0.4.6
+peft==0.21.2
+safetensors==0.8.0
+numpy==2.4.6
+scikit-learn==1.9.1
+EOF
+
+echo "lmeval_env: [1/2] torch 2.13.0 (CPU wheel)"
+"${pip[@]}" --upgrade pip
+"${pip[@]}" torch==2.13.0
+"$VENV/bin/python" -W ignore - <<'EOF'  # (torch warns that numpy is not there yet)
+import torch
+assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None, (torch.__version__, torch.version.cuda)
+EOF
+
+echo "lmeval_env: [2/2] lm-eval[hf] 0.4.13 (constrained to torch 2.13.0)"
+"${pip[@]}" -c "$constraints" "lm-eval[hf]==0.4.13"
+
+check="$(quiet_pip check || true)"
+unexpected="$(printf '%s\n' "$check" | grep -v -E '^No broken requirements found\.$' | grep -v '^$' || true)"
+if [ -n "$unexpected" ]; then
+    echo "lmeval_env: pip check reports problems:" >&2
+    printf '%s\n' "$unexpected" >&2
+    exit 1
+fi
+"$VENV/bin/python" - <<'EOF'
+import importlib.metadata as md
+import torch
+names = ("lm_eval", "transformers", "torch", "datasets", "huggingface_hub", "tokenizers")
+versions = {name: md.version(name) for name in names}
+assert torch.version.cuda is None, "a CUDA torch crept in"
+cuda = sorted(d.metadata["Name"] for d in md.distributions() if d.metadata["Name"].lower().startswith("nvidia-"))
+assert not cuda, f"CUDA packages crept in: {cuda}"
+print("lmeval_env:", ", ".join(f"{k} {v}" for k, v in versions.items()))
+EOF
+test -x "$VENV/bin/lm_eval"
+echo "$digest" >"$STAMP"
+echo "lmeval_env: $VENV ready in $((SECONDS - started)) s, $(du -sh "$VENV" | cut -f1)"
