@@ -2,9 +2,11 @@
 
 Two ways to fill ``<out>/<key>/``:
 
-* :func:`mirror_from_hub` (machines with hub access): every config of every source, loaded with
-  ``datasets.load_dataset(hub_repo, config, revision=...)`` and written split by split; the features come
-  from the hub, so the mirror has exactly the hub's schema.
+* :func:`mirror_from_hub` (machines with hub access): every config of every source, loaded as the tasks load it
+  (:func:`finetasks_afr.sources.load_dataset`: ``load_dataset(hub_repo, config, revision=...)``, a parquet branch
+  config by config with ``data_dir``) and written split by split; the features come from the hub, so the mirror has
+  exactly the hub's schema. A source whose repository is only a loading script is refused by name (the error says
+  to use ``import-raw``), before the hub is contacted.
 * :func:`import_raw` (air-gapped machines, tests): the same layout from the raw GitHub releases laid out as in
   ``shared/data`` (``bridging_the_gap/``, ``sib200/``, ``masakhanews/``, ``afrisenti/``, ``afriqa/``). Config
   names, split names and fields follow the hub where known (raw ``dev`` becomes ``validation`` except for
@@ -38,7 +40,16 @@ from urllib.parse import urlparse
 
 from finetasks_afr.local_dataset import Layout, write_dataset_folder
 from finetasks_afr.raw import RawImporter, Unit
-from finetasks_afr.sources import DATA_DIR_ENV, LAYOUT_MARKER, SOURCES, DatasetSource, source
+from finetasks_afr.sources import (
+    DATA_DIR_ENV,
+    LAYOUT_MARKER,
+    SOURCES,
+    DatasetSource,
+    load_dataset,
+    parquet_branch_configs,
+    script_only_message,
+    source,
+)
 
 Progress = Callable[[int, int, str], None]
 """``progress(done, total, label)``: called once before work starts and after each unit of work."""
@@ -347,6 +358,16 @@ def _script_hint(error: BaseException) -> str:
     return ""
 
 
+def _hub_config_names(src: DatasetSource) -> list[str]:
+    """The configs the hub serves for ``src``: datasets' own listing, or the config folders of a parquet branch
+    (where datasets sees a single ``default`` config)."""
+    import datasets as hf_datasets
+
+    if src.hub_form == "parquet-branch":
+        return parquet_branch_configs(src)
+    return list(hf_datasets.get_dataset_config_names(src.hub_repo, revision=src.revision))
+
+
 def mirror_from_hub(
     out: Path,
     *,
@@ -356,16 +377,22 @@ def mirror_from_hub(
 ) -> MirrorReport:
     """Mirror the hub datasets (every config, every split, the pinned revision) into ``out``.
 
-    Raises HubUnreachableError at once when the hub cannot be reached. Any other failure of one dataset
-    (repository missing, loading script refused by datasets>=4, ...) is recorded in ``report.errors`` and
-    that dataset keeps its previous mirror as it was (or, without one, falls back to the hub).
+    A source whose repository is only a loading script (hub form ``script``) is recorded in ``report.errors`` with
+    the way to build it from its raw release, without contacting the hub. Raises HubUnreachableError at once when
+    the hub cannot be reached. Any other failure of one dataset (repository missing, loading script refused by
+    datasets>=4, ...) is recorded in ``report.errors`` and that dataset keeps its previous mirror as it was (or,
+    without one, falls back to the hub).
     """
-    import datasets as hf_datasets
-
     out = Path(out)
     keys = _selected(datasets, SOURCES)
     wanted = set(configs) if configs is not None else None
     report = MirrorReport(out=out)
+    for key in [key for key in keys if SOURCES[key].hub_form == "script"]:
+        report.errors.append(script_only_message(SOURCES[key]))
+        report.notes.append(f"{key}: not mirrored from the hub; its previous mirror (if any) is kept as it was")
+    keys = [key for key in keys if SOURCES[key].hub_form != "script"]
+    if not keys:
+        return report
     _check_hub_reachable()
     started = time.perf_counter()
     done, total = 0, 0
@@ -374,7 +401,7 @@ def mirror_from_hub(
     for key in keys:
         src = SOURCES[key]
         try:
-            names = hf_datasets.get_dataset_config_names(src.hub_repo, revision=src.revision)
+            names = _hub_config_names(src)
         except Exception as error:
             if _is_offline_error(error):
                 raise HubUnreachableError(f"{OFFLINE_HINT} ({src.hub_repo}: {error})") from error
@@ -397,7 +424,7 @@ def mirror_from_hub(
         failed = False
         for name in names:
             try:
-                loaded = hf_datasets.load_dataset(src.hub_repo, name, revision=src.revision)
+                loaded = load_dataset(src.hub_repo, name, src.revision)
             except Exception as error:
                 if _is_offline_error(error):
                     raise HubUnreachableError(f"{OFFLINE_HINT} ({src.hub_repo}/{name}: {error})") from error

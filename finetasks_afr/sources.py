@@ -26,7 +26,30 @@ example Bridging-the-Gap mirrors built before the hub's config names were adopte
 :class:`StaleMirrorError`, which says how to rebuild it, instead of silently falling back to the hub.
 
 Every dataset is declared by its benchmark module (``finetasks_afr/benchmarks/<name>.py``, in its ``SOURCES``
-tuple): this module only discovers them (:data:`SOURCES`, built on first use) and resolves locations.
+tuple): this module only discovers them (:data:`SOURCES`, built on first use), resolves locations and loads them.
+
+**Hub forms** (:attr:`DatasetSource.hub_form`): what the publisher serves at the revision the suite reads, and so
+how a task loads it (:func:`load_arguments`, the one place that turns a task's ``(hf_repo, hf_subset,
+hf_revision)`` into ``datasets.load_dataset`` arguments):
+
+* ``configs`` (most families): a README whose YAML ``configs:`` list names each config's data files;
+  ``load_dataset(repo, name=<config>, revision=...)``, as lighteval calls it. Where the card's ``data_files`` do not
+  match the files at the pinned revision, :attr:`DatasetSource.data_files` gives the files per config and split
+  (Uhura-TruthfulQA's English: ``.jsonl`` files, the card of that commit lists ``.json``).
+* ``parquet-branch``: the hub's parquet conversion (``refs/convert/parquet``), laid out ``<config>/<split>/*.parquet``
+  with no README. `datasets` (5.x) matches such a tree by file patterns into ONE ``default`` config
+  (``BuilderConfig 'hausa' not found. Available: ['default']``), so a config is read as a folder:
+  ``load_dataset(repo, revision=..., data_dir=<config>)`` (splits from the folder names below it). MAFAND-MT and
+  XL-Sum, whose own repositories are loading scripts.
+* ``script``: a repository that holds only a loading script at the revision (NollySenti at its pin). datasets >= 4
+  refuses scripts, so no hub load is attempted: loading raises :class:`ScriptOnlyDatasetError`, which names the
+  working alternative (a mirror built by ``finetasks-afr data import-raw`` from the raw release). A local mirror of
+  the dataset, when configured, is read as any other.
+
+lighteval 0.13 loads a task's data with ``load_dataset(path=hf_repo, name=hf_subset, revision=hf_revision)`` in
+``lighteval.tasks.lighteval_task`` and passes nothing else, so :func:`install_lighteval_loader` (called whenever the
+suite builds a task config) puts :func:`load_dataset` in that module's place: every other location (a local mirror,
+a ``configs`` hub source, any dataset the suite does not declare) is loaded exactly as lighteval would.
 """
 
 from __future__ import annotations
@@ -37,17 +60,25 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from finetasks_afr.raw import RawImporter
 
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
 README_NAME = "README.md"
 LAYOUT_MARKER = "finetasks-afr mirror layout:"
+PARQUET_BRANCH_REVISION = "refs/convert/parquet"
+HubForm = Literal["configs", "parquet-branch", "script"]
+HUB_FORMS: tuple[HubForm, ...] = ("configs", "parquet-branch", "script")
 
 
 class StaleMirrorError(RuntimeError):
     """A mirror built with an older layout than its dataset now needs; the message says how to rebuild it."""
+
+
+class ScriptOnlyDatasetError(RuntimeError):
+    """A task (or `data mirror`) asked the hub for a dataset whose repository is a loading script only at the
+    revision the suite reads; the message says how to build a local mirror from the raw release instead."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +96,18 @@ class DatasetSource:
     text_field: tuple[str, str] | None = None  # (field, default split) of running text, for `recommend --texts`
     raw: RawImporter | None = None  # how `data import-raw` builds the mirror from the raw release
     layout: int = 1  # mirror layout version; bumped when config names, splits or row schema change
+    hub_form: HubForm = "configs"  # what the repository serves at `revision` (module docstring, "Hub forms")
+    data_files: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # config -> split -> file in the
+    # repository, for configs whose card lists files the revision does not hold (hub_form "configs" only)
+    raw_release: str = ""  # where the raw release comes from (repository, licence), for the script-only error
+
+    def __post_init__(self) -> None:
+        if self.hub_form not in HUB_FORMS:
+            raise ValueError(f"{self.key}: hub_form {self.hub_form!r} is none of {', '.join(HUB_FORMS)}")
+        if self.hub_form == "parquet-branch" and not self.revision:
+            raise ValueError(f"{self.key}: a parquet-branch source reads a revision ({PARQUET_BRANCH_REVISION!r})")
+        if self.data_files and self.hub_form != "configs":
+            raise ValueError(f"{self.key}: data_files apply to hub_form 'configs' only, not {self.hub_form!r}")
 
 
 K = TypeVar("K")
@@ -177,3 +220,89 @@ def hf_location(key: str, subset: str | None = None) -> tuple[str, str | None]:
         if subset is None or subset in mirror_configs(path):
             return str(path), None
     return src.hub_repo, src.revision
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+
+def hub_source(path: str, revision: str | None) -> DatasetSource | None:
+    """The declared source a `load_dataset(path, revision=...)` call reads from the hub, or None (a local folder, a
+    revision the suite does not declare, a dataset outside the suite)."""
+    for src in SOURCES.values():
+        if src.hub_repo == path and src.revision == revision:
+            return src
+    return None
+
+
+def script_only_message(src: DatasetSource) -> str:
+    """Why a script-only source cannot load from the hub, and the working alternative."""
+    import datasets
+
+    at = f"@{src.revision}" if src.revision else " (main)"
+    release = f" (the raw release: {src.raw_release})" if src.raw_release else ""
+    return (
+        f"{src.key}: the hub repository {src.hub_repo}{at} holds only a loading script, which datasets >= 4 refuses "
+        f"(installed: datasets {datasets.__version__}), so no {src.key} task can load from the hub. Build a local "
+        f"mirror from the raw release instead{release}: `finetasks-afr data import-raw <raw data folder laid out like "
+        f"shared/data> --out <mirror> -d {src.key}`, then set {DATA_DIR_ENV}=<mirror>"
+    )
+
+
+def load_arguments(path: str, name: str | None = None, revision: str | None = None) -> dict[str, Any]:
+    """The `datasets.load_dataset` keyword arguments that read config `name` of `path` at `revision` as its source
+    is published (module docstring, "Hub forms"): `path`/`name`/`revision` unchanged for a local folder and a
+    `configs` source; `data_dir=<config>` (no `name`) on a parquet branch; the declared `data_files` of a config
+    whose card is wrong at the revision. ScriptOnlyDatasetError for a script-only source, before any hub request."""
+    src = hub_source(path, revision)
+    if src is None:
+        return {"path": path, "name": name, "revision": revision}
+    if src.hub_form == "script":
+        raise ScriptOnlyDatasetError(script_only_message(src))
+    if src.hub_form == "parquet-branch":
+        if not name:
+            raise ValueError(f"{src.key}: {path}@{revision} is a parquet branch read per config; name the config")
+        return {"path": path, "revision": revision, "data_dir": name}
+    arguments: dict[str, Any] = {"path": path, "name": name, "revision": revision}
+    if name is not None and name in src.data_files:
+        arguments["data_files"] = dict(src.data_files[name])
+    return arguments
+
+
+def load_dataset(path: str, name: str | None = None, revision: str | None = None, **kwargs: Any) -> Any:
+    """`datasets.load_dataset` for config `name` of `path` at `revision`, read as its source is published
+    (:func:`load_arguments`); other keyword arguments (`split`, `cache_dir`, ...) are passed on."""
+    import datasets
+
+    return datasets.load_dataset(**load_arguments(path, name, revision), **kwargs)
+
+
+def install_lighteval_loader() -> None:
+    """Make lighteval read the suite's datasets through :func:`load_dataset` (idempotent).
+
+    lighteval 0.13's `LightevalTask.download_dataset_worker` calls the name `load_dataset` of its own module with
+    path, name and revision only; that name is replaced, so the worker (and anything wrapping it, such as the
+    sweep's memoised loader) keeps its behaviour for every location that needs nothing more. RuntimeError, naming
+    the installed lighteval, when that module no longer loads datasets this way."""
+    from lighteval.tasks import lighteval_task
+
+    if getattr(lighteval_task, "load_dataset", None) is load_dataset:
+        return
+    if not callable(getattr(lighteval_task, "load_dataset", None)):
+        import lighteval
+
+        raise RuntimeError(
+            f"lighteval {getattr(lighteval, '__version__', '?')} does not load task data through "
+            "lighteval.tasks.lighteval_task.load_dataset any more: parquet-branch and script-only sources cannot be "
+            "read; update finetasks_afr.sources.install_lighteval_loader"
+        )
+    lighteval_task.load_dataset = load_dataset
+
+
+def parquet_branch_configs(src: DatasetSource) -> list[str]:
+    """The config folders at the top of a parquet-branch source (what `datasets` cannot list there: it sees one
+    `default` config), read from the hub's file tree."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.hf_api import RepoFolder
+
+    tree = HfApi().list_repo_tree(src.hub_repo, repo_type="dataset", revision=src.revision)
+    return sorted(entry.path for entry in tree if isinstance(entry, RepoFolder))

@@ -270,7 +270,7 @@ def test_bad_rows_are_skipped_and_counted(hub_configs: dict[str, Any]) -> None:
         "injongointent_hau_cf": [{"text": "a", "intent": "fly"}, {"intent": "alarm"}, {"text": "", "intent": "alarm"}],
         "injongointent4_hau_mcf": [{"text": "a", "intent": "fly_to_moon"}, {"text": "a", "intent": 40}],
         "nollysenti_eng_cf": [{"review": "ok", "label": "neutral"}, {"review": "ok", "label": 2}, {"label": "good"}],
-        "afrihate_hau_mcf": [{"tweet": "a", "label": "offensive"}, {"tweet": "a", "label": 1}, {"tweet": "a"}],
+        "afrihate_hau_mcf": [{"tweet": "a", "label": "insult"}, {"tweet": "a", "label": 1}, {"tweet": "a"}],
     }  # fmt: skip
     for name, rows in bad.items():
         before = SKIPPED_ROWS[name]

@@ -12,7 +12,10 @@ the classes present in gold or prediction) of the highest-log-likelihood choice,
 macro-F1. Under CF and hybrid the prediction is the raw-log-likelihood argmax (acc's prediction, not acc_norm's).
 
 Labels are the strings `Hate`, `Abuse`, `Normal` (read case-insensitively); an integer label is refused (the row
-is skipped and counted) because no citable source gives the order an integer encoding would use.
+is skipped and counted) because no citable source gives the order an integer encoding would use. The AfriHate
+shared task's own release names the classes `Hate`, `Offensive`, `Normal`: its `Offensive` is the hub's `Abuse`
+(the same class under the shared task's name, :data:`LABEL_ALIASES`), so its rows are read as abuse rather than
+skipped, and the prompt offers the same three labels whichever release the rows come from.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from finetasks_afr.sources import DatasetSource
 
 LABELS = ("hate", "abuse", "normal")  # lm-evaluation-harness's doc_to_choice order (Hate, Abuse, Normal)
 INSTRUCTION = "Classify the tweet as hate speech, abusive language or normal, as one of: " + ", ".join(LABELS) + "."
+LABEL_ALIASES = {"offensive": "abuse"}  # the shared-task release's name for the hub's Abuse class
 F1_MACRO_NAME = "f1_macro"
 
 F1_MACRO = CorpusLevelMetric(
@@ -52,8 +56,9 @@ SOURCES = (
         "refs/convert/parquet 9491c69eef936df8a6f99df9353ff4a5dc37290f is the converter's branch, not the data "
         "as published). Davlan/afrihate is the copy AfroBench's API prompts read; the canonical repository is "
         "afrihate/afrihate (lm-eval's removed templates, mteb's copy). Fields `tweet`, `label` (Hate/Abuse/"
-        "Normal) and configs = ISO 639-3 codes per those sources; splits train/validation/test, few-shot from "
-        "train. Licence: apache-2.0 on the Davlan card, cc-by-4.0 in mteb's copy.",
+        "Normal) and configs = ISO 639-3 codes per those sources; the shared-task release's Hate/Offensive/Normal "
+        "is read with Offensive as Abuse. Splits train/validation/test, few-shot from train. Licence: apache-2.0 "
+        "on the Davlan card, cc-by-4.0 in mteb's copy.",
         text_field=("tweet", "test"),
     ),
 )
@@ -62,12 +67,13 @@ SOURCES = (
 def adapter(line: dict) -> dict:
     label = line["label"]
     if not isinstance(label, str) or label.strip().isdigit():
-        raise ValueError(f"AfriHate label {label!r} is not one of the names Hate/Abuse/Normal")
+        raise ValueError(f"AfriHate label {label!r} is not one of the names Hate/Abuse/Normal (or Offensive)")
+    name = label.strip().lower()
     return {
         "instruction": INSTRUCTION,
         "question": required_text(line, "tweet"),
         "choices": list(LABELS),
-        "gold_idx": label_index(label, LABELS),
+        "gold_idx": label_index(LABEL_ALIASES.get(name, name), LABELS),
     }
 
 

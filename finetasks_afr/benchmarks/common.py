@@ -40,7 +40,7 @@ from analysis.english_gap import ENGLISH_PROMPT_SUFFIX
 from analysis.table import TaskInfo
 from finetasks_afr.languages import AfricanLanguage
 from finetasks_afr.literals import native_prompt_available, prompt_language
-from finetasks_afr.sources import hf_location
+from finetasks_afr.sources import hf_location, install_lighteval_loader
 from finetasks_afr.text import INVISIBLE, clean  # noqa: F401 (re-exported: the benchmarks import it from here)
 
 logger = logging.getLogger(__name__)
@@ -141,8 +141,13 @@ def build_config(
     """A LightevalTaskConfig reading from the hub (pinned) or the local mirror, with its metadata recorded.
 
     `location` = (hf_repo, hf_revision) replaces `hf_location`'s choice, for a task whose rows must come from the
-    same place as another config's (FLORES translation reads its English side by `index_id`)."""
+    same place as another config's (FLORES translation reads its English side by `index_id`).
+
+    Building a config installs the suite's loader into lighteval (`sources.install_lighteval_loader`): a hub source
+    published as a parquet branch or a loading script needs more than lighteval's `load_dataset(path, name,
+    revision)` (see `finetasks_afr.sources`, "Hub forms")."""
     repo, revision = location or hf_location(info.dataset, info.subset)
+    install_lighteval_loader()
     TASK_INFO[name] = info
     return LightevalTaskConfig(
         name=name,

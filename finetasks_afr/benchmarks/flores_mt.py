@@ -5,7 +5,7 @@ devtest sentences: every language's config has the same rows under the same `ind
 unique across SIB-200's train/validation/test), with the same topic; tests/test_translation.py checks this on
 every language of the real release. A task reads ONE config (lighteval loads one per task), the African
 language's, and finds the English sentence of each row by `index_id` in the `eng_Latn` config, loaded once per
-location through the same `load_dataset(path, name, revision)` call lighteval makes (so the hub repository
+location through the suite's loader, as lighteval's load is (`finetasks_afr.sources.load_dataset`: the hub repository
 Davlan/sib200 and a local mirror both work). Both configs are read from ONE place, resolved when the task is built:
 the mirror when it holds both, else the hub (a partial mirror without `eng_Latn` would otherwise pair mirrored
 rows with hub rows, and fail offline).
@@ -29,7 +29,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.benchmarks.common import clean
 from finetasks_afr.languages import covered_by, language
-from finetasks_afr.sources import hf_location, source
+from finetasks_afr.sources import hf_location, load_dataset, source
 from finetasks_afr.translation import Direction, pair_tasks, texts
 
 DATASET = "sib200"
@@ -44,9 +44,7 @@ def english_sentences(repo: str, revision: str | None, config: str) -> Mapping[i
     """index_id -> cleaned English text over every split of `config`, loaded once per (repo, revision, config)."""
     key = (repo, revision, config)
     if key not in _ENGLISH:
-        from datasets import load_dataset
-
-        loaded = load_dataset(path=repo, name=config, revision=revision)
+        loaded = load_dataset(repo, config, revision)
         table: dict[int, str] = {}
         for split in loaded.values():
             for row in split:

@@ -22,10 +22,20 @@ which cannot be read offline. TruthfulQA's authors describe MC1 as one correct a
 or 6, chance 1/6 to 1/5); the baseline here is 1/5, the upper end, so that "above chance" is never claimed too
 easily. The number of options in the Uhura files themselves is unverified.
 
+Loading at the pin (1867a893, 'Upload 9 files', the last data upload): the files are
+`<xx>_multiple_choice_{train,test}.json`, but English's are `en_multiple_choice_{train,test}.jsonl`, while the card
+(README YAML `configs:`) of that commit lists `.json` for English too, so `load_dataset(..., "en_multiple_choice")`
+at the pin fails ("Unable to find ... en_multiple_choice_train.json"). The source declares English's real files
+(`DatasetSource.data_files`), which the suite's loader passes as `data_files` for that config only
+(:mod:`finetasks_afr.sources`, "Hub forms"; tests/test_published_layouts.py loads a replica of that commit). The pin
+stays: it is the last data upload seen, and no later commit with a corrected card was seen offline.
+
+Licence: the card says MIT now, but hub pages captured in September 2024, around the pinned upload, showed
+cc-by-nc-4.0, most likely the card of the pinned commit: treat it as POSSIBLY NON-COMMERCIAL until that card is read.
+
 Unverified offline: the exact JSON schema of the files at the pinned revision (the field names come from TruthfulQA
 and from third-party code that reads these configs as `record["mc1_targets"]["choices"/"labels"]`), and how many
-rows `train` holds per language (at least 5 are needed for 5-shot prompts). English's files are `.jsonl` where the
-others are `.json`; the config name is the same pattern.
+rows `train` holds per language (at least 5 are needed for 5-shot prompts).
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ CODES = {
     "zul": "zu_multiple_choice",
 }
 MC1_BASELINE = 0.2  # 1/5: see the module docstring
+ENGLISH_DATA_FILES = {"train": "en_multiple_choice_train.jsonl", "test": "en_multiple_choice_test.jsonl"}
+"""English's files at the pin (`.jsonl`; the card of that commit lists `.json`)."""
 
 SOURCES = (
     DatasetSource(
@@ -65,13 +77,17 @@ SOURCES = (
             f"{code}_generation": "generation configs (open answers judged by a model): no log-likelihood task"
             for code in ("am", "en", "ha", "nso", "sw", "yo", "zu")
         },
+        data_files={"en_multiple_choice": ENGLISH_DATA_FILES},
         notes="Pinned to 1867a89 ('Upload 9 files', the last data upload: <xx>_multiple_choice_{train,test}.json, "
-        "English as .jsonl). Config names and splits from the hub's parquet conversion (refs/convert/parquet: "
+        "English as .jsonl while the card of that commit lists .json for English too: English is read from its "
+        ".jsonl files, declared in data_files). Config names and splits from the hub's parquet conversion "
+        "(refs/convert/parquet: "
         "<xx>_multiple_choice/{train,test}); the row schema (question, mc1_targets {choices, labels}, mc2_targets) "
         "is TruthfulQA's and third-party code's reading of these configs, not read from the card: unverified. "
-        "Row counts of train unverified. Licence: the card says MIT now; hub pages seen "
-        "in Sep 2024, around the pinned upload, showed cc-by-nc-4.0 (which card applies to the pin: "
-        "unverified). Options reordered per question (SHA-256 of the question) so the gold is not always A. "
+        "Row counts of train unverified. Licence: POSSIBLY NON-COMMERCIAL: the card says MIT now, but hub pages "
+        "seen in Sep 2024, around the pinned upload, showed cc-by-nc-4.0 (most likely the card at the pin; "
+        "unverified): treat as non-commercial. Options reordered per question (SHA-256 of the question) so the "
+        "gold is not always A. "
         "No raw source here: hub only.",
     ),
 )

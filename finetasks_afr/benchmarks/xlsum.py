@@ -33,9 +33,11 @@ Licence: CC-BY-NC-SA-4.0 (dataset card): NON-COMMERCIAL use only, share-alike.
 
 Loading: the repository at its pinned revision 8c7cfa67e9dcf4c03a15c83ef3ce2004c3041f96 is a loading script
 (`xlsum.py`), which datasets>=4 refuses; the tasks read the hub's parquet export of it (revision
-`refs/convert/parquet`, `<config>/<split>/*.parquet`), which is not a pinned commit. Whether datasets resolves the
-config names on that branch was not verifiable offline; if it does not, build a mirror (`finetasks-afr data
-mirror`) or load with datasets<4 at the pinned revision.
+`refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
+That branch has no README naming the configs, and datasets 5 turns such a tree into one `default` config, so each
+task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.sources`, "Hub forms";
+tests/test_published_layouts.py loads a replica of that layout). `finetasks-afr data mirror` mirrors it the same
+way, config by config.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ SOURCES = (
         codes=CONFIGS,
         notes=f"Licence CC-BY-NC-SA-4.0: non-commercial, share-alike. Revision {SCRIPT_REVISION} is a loading "
         "script (refused by datasets>=4); read from its parquet export refs/convert/parquet (a moving ref, not a "
-        "pin; config-name resolution on that branch unverified offline). African configs only (AfroBench's ten).",
+        "pin), laid out <config>/<split>/*.parquet without a README, so each config is read as its folder "
+        "(data_dir=<config>: datasets sees one 'default' config there). African configs only (AfroBench's ten).",
         config_names=tuple(CONFIGS.values()),
+        hub_form="parquet-branch",
     ),
 )
 
