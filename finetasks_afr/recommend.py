@@ -728,16 +728,15 @@ def parse_dataset_spec(spec: str) -> tuple[str, str, str]:
 
 def load_dataset_texts(spec: str) -> list[str]:
     """The deduplicated, non-empty texts of a dataset config, from the local mirror when configured
-    ($FINETASKS_AFR_DATA_DIR / --data-dir) else the hub (`finetasks_afr.sources.hf_location`)."""
-    import datasets
-
-    from finetasks_afr.sources import DATA_DIR_ENV, hf_location
+    ($FINETASKS_AFR_DATA_DIR / --data-dir) else the hub (`finetasks_afr.sources.hf_location`), through the
+    suite's one loader (`finetasks_afr.sources.load_dataset`)."""
+    from finetasks_afr.sources import DATA_DIR_ENV, hf_location, load_dataset
 
     key, config, split = parse_dataset_spec(spec)
     text_field = DATASET_TEXT_FIELDS[key][0]
     repo, revision = hf_location(key, config)
-    try:
-        rows = datasets.load_dataset(repo, name=config, split=split, revision=revision)
+    try:  # as the tasks read it: per config on a parquet branch, a named error for a script-only repository
+        rows = load_dataset(repo, config, revision, split=split)
     except Exception as error:  # datasets raises many types (ConnectionError, ValueError, FileNotFoundError...)
         raise RecommendError(
             f"--texts {spec}: cannot load {key} config {config!r} split {split!r} from {repo}: {error}. Offline, build "
