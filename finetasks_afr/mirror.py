@@ -8,7 +8,8 @@ Two ways to fill ``<out>/<key>/``:
   exactly the hub's schema. A source whose repository is only a loading script is refused by name (the error says
   to use ``import-raw``), before the hub is contacted.
 * :func:`import_raw` (air-gapped machines, tests): the same layout from the raw GitHub releases laid out as in
-  ``shared/data`` (``bridging_the_gap/``, ``sib200/``, ``masakhanews/``, ``afrisenti/``, ``afriqa/``). Config
+  ``shared/data`` (``bridging_the_gap/``, ``sib200/``, ``masakhanews/``, ``afrisenti/``, ``afriqa/``,
+  ``nollysenti/``, ``mafand/``, ``ntrex/``). Config
   names, split names and fields follow the hub where known (raw ``dev`` becomes ``validation`` except for
   Bridging-the-Gap, whose hub split names are ``dev``/``val``/``test``) and project-defined choices where the
   hub is unknown (see ``SOURCES[key].notes``). Rows that cannot be converted (missing field, bad label) are

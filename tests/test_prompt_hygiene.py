@@ -8,6 +8,16 @@ invisible characters (zero-width, BOM, variation selectors), literal "\\n" seque
 text; no prompt or partial-scoring context starting with whitespace; no doubled question word
 ("Question: Question:"); few-shot answers that do not follow one pattern for every document; and prompts that are
 byte-identical across processes with different PYTHONHASHSEED.
+
+Every task is rendered on its first documents (lighteval's own path, 0- and 5-shot; of MAFAND and NTREX, the tasks
+of eight configs: RENDERED_TRANSLATION_CONFIGS). The raw releases of NollySenti, MAFAND-MT and NTREX-128 are checked
+on EVERY row of their evaluation splits besides: each row through its task's prompt function and lighteval's
+PromptManager (0-shot; every task, log-likelihood and generation forms alike), and 5-shot through lighteval's own
+path on every row of NollySenti and of one MAFAND and one NTREX config both ways (the suite's balanced few-shot
+sampler costs O(split size) per document on a translation split, whose every reference is its own class: every
+row of every config would take minutes). The releases are not NFC throughout (338 of 500 Yoruba NollySenti test
+reviews, 1,311 NTREX Yoruba lines, bbj/ewe/fon/mos MAFAND rows): the mirror keeps the text as released and every
+prompt must come out NFC.
 """
 
 from __future__ import annotations
@@ -68,7 +78,7 @@ def _mirrored_tasks(mirror: Path) -> list[Any]:
     ]
 
 
-def _render(config: Any, docs_per_task: int = DOCS_PER_TASK) -> Iterator[Rendered]:
+def _render(config: Any, docs_per_task: int | None = DOCS_PER_TASK) -> Iterator[Rendered]:
     from lighteval.tasks.lighteval_task import LightevalTask
     from lighteval.tasks.prompt_manager import PromptManager
 
@@ -90,21 +100,37 @@ def _render(config: Any, docs_per_task: int = DOCS_PER_TASK) -> Iterator[Rendere
 @pytest.fixture(scope="module")
 def rendered(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Rendered]]:
     """Every mirrored task (about 900) rendered on its first documents, 0- and 5-shot."""
-    from hub_rows import write_hub_row_mirror
+    from hub_rows import hub_row_files, write_hub_row_mirror
+    from raw_mirror import overlay, raw_mirror
 
-    from finetasks_afr.mirror import import_raw
-
-    mirror = tmp_path_factory.mktemp("mirror")
-    import_raw(shared_data, mirror)
-    write_hub_row_mirror(mirror)  # hub-only datasets: rows written by hand in their published schema
+    mirror = overlay(raw_mirror(shared_data, tmp_path_factory)[0], tmp_path_factory.mktemp("mirror"))
+    # hub-only datasets: rows written by hand in their published schema (not over a raw release's real rows)
+    write_hub_row_mirror(mirror, [key for key in hub_row_files() if not (mirror / key / "README.md").is_file()])
     mp = pytest.MonkeyPatch()
     mp.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
     mp.setenv("HF_DATASETS_OFFLINE", "1")
     mp.setenv("HF_HUB_OFFLINE", "1")
     try:
-        return {config.name: list(_render(config)) for config in _mirrored_tasks(mirror)}
+        return {config.name: list(_render(config)) for config in _mirrored_tasks(mirror) if _rendered_here(config)}
     finally:
         mp.undo()
+
+
+RENDERED_TRANSLATION_CONFIGS = {
+    "mafand": {"en-hau", "en-amh", "en-pcm", "fr-bam"},
+    "ntrex": {"hau_Latn", "ven_Latn", "mey_Arab", "orm_Ethi"},
+}
+"""The MAFAND and NTREX configs `rendered` renders: Ethiopic and Arabic script, the French pivot, languages without
+a lighteval member (tags PCM, VE), Oromo's Latin text under orm_Ethi. lighteval builds every document of a split to
+render six (0.35 s a translation task, 40 s for all 92 of the generation form); every row of every config is checked
+0-shot below, and 5-shot on every row of en-hau and orm_Ethi."""
+
+
+def _rendered_here(config: Any) -> bool:
+    from finetasks_afr.benchmarks.common import TASK_INFO
+
+    sample = RENDERED_TRANSLATION_CONFIGS.get(TASK_INFO[config.name].dataset)
+    return sample is None or config.hf_subset in sample
 
 
 def test_every_family_and_variant_is_covered(rendered: dict[str, list[Rendered]]) -> None:
@@ -131,12 +157,17 @@ def test_no_document_among_its_own_examples(rendered: dict[str, list[Rendered]])
     assert not leaks
 
 
+def unclean(text: str) -> bool:
+    """Invisible characters, a literal backslash-n, or text that NFC would change."""
+    return bool(INVISIBLE.search(text)) or "\\n" in text or unicodedata.normalize("NFC", text) != text
+
+
 def test_no_invisible_characters_escaped_breaks_or_unnormalised_text(rendered: dict[str, list[Rendered]]) -> None:
     bad = []
     for docs in rendered.values():
         for item in docs:
             for text in (item.zero_shot, item.five_shot, *item.example_answers, *item.contexts):
-                if INVISIBLE.search(text) or "\\n" in text or unicodedata.normalize("NFC", text) != text:
+                if unclean(text):
                     bad.append((item.task, text[:80]))
     assert not bad
 
@@ -181,6 +212,145 @@ def test_five_examples_per_document(rendered: dict[str, list[Rendered]]) -> None
 
 def _normalised(text: str) -> str:
     return " ".join(text.split())
+
+
+# -------------------------------------------------------------------- every row of the three raw releases
+
+RAW_RELEASES = ("nollysenti", "mafand", "ntrex")
+FIVE_SHOT_CONFIGS = {"mafand": {"en-hau"}, "ntrex": {"orm_Ethi"}}  # 5-shot on every row here; NollySenti: all
+NON_NFC_TEST_ROWS = {("nollysenti", "yo"): 338, ("ntrex", "yor_Latn"): 1311}  # counted in the raw files
+
+
+def _release_tasks(mirror: Path) -> list[Any]:
+    """Every task of the three families, log-likelihood translation forms included, built reading `mirror`."""
+    import finetasks_afr.tasks  # noqa: F401  (applies the fixes)
+    from finetasks_afr.benchmarks import mafand, nollysenti, ntrex
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+        configs = [config for module in (nollysenti, mafand, ntrex) for config in module.tasks()]
+    assert configs and all(config.hf_repo == str(mirror / _dataset(config)) for config in configs)
+    return configs
+
+
+def _dataset(config: Any) -> str:
+    from finetasks_afr.benchmarks.common import TASK_INFO
+
+    return TASK_INFO[config.name].dataset
+
+
+def _prompt_problems(prompt: str) -> list[str]:
+    """What is wrong with one rendered prompt (the checks of the tests above, on one text)."""
+    problems = []
+    if unclean(prompt):
+        problems.append("invisible character, literal backslash-n or not NFC")
+    if not prompt or prompt[0].isspace():
+        problems.append("starts with whitespace")
+    if DOUBLED_WORD.search(prompt):
+        problems.append("doubled question word")
+    return problems
+
+
+@dataclasses.dataclass
+class RowsChecked:
+    """Every row of the raw releases through its tasks' prompt functions, 0-shot."""
+
+    rows: dict[str, int]  # task -> rows of its evaluation split in the mirror
+    docs: dict[str, int]  # task -> documents checked
+    non_nfc: dict[tuple[str, str], int]  # (dataset, config) -> rows with a text NFC would change
+    bad: list[tuple[str, int, str]]  # (task, row, what is wrong)
+
+
+@pytest.fixture(scope="module")
+def release_rows(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> RowsChecked:
+    from lighteval.tasks.prompt_manager import PromptManager
+    from raw_mirror import mirror_files, raw_mirror, read_jsonl
+
+    mirror = raw_mirror(shared_data, tmp_path_factory)[0]
+    files = mirror_files(mirror)
+    manager = PromptManager()
+    checked = RowsChecked({}, {}, {}, [])
+    cache: dict[Path, list[dict[str, Any]]] = {}
+    for config in _release_tasks(mirror):
+        dataset = _dataset(config)
+        path = files[dataset][config.hf_subset][config.evaluation_splits[0]]
+        if path not in cache:
+            cache[path] = read_jsonl(path)
+            checked.non_nfc[(dataset, config.hf_subset)] = sum(
+                any(unicodedata.normalize("NFC", text) != text for text in _strings(row)) for row in cache[path]
+            )
+        checked.rows[config.name] = len(cache[path])
+        checked.docs[config.name] = 0
+        for index, row in enumerate(cache[path]):
+            doc = config.prompt_function(dict(row), config.name)
+            if doc is None:
+                checked.bad.append((config.name, index, "row turned down"))
+                continue
+            checked.docs[config.name] += 1
+            problems = _prompt_problems(manager.prepare_prompt(doc))
+            problems += [f"answer {gold!r}: not clean" for gold in doc.get_golds() if unclean(gold)]
+            problems += [f"choice {choice!r}: not clean" for choice in doc.choices if unclean(choice)]
+            checked.bad += [(config.name, index, problem) for problem in problems]
+    return checked
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+
+
+def test_every_row_of_the_raw_releases_gives_a_clean_prompt(release_rows: RowsChecked) -> None:
+    """NollySenti, MAFAND-MT and NTREX-128 from their raw releases: every row of every task's evaluation split gives
+    a document (none turned down) whose 0-shot prompt, answers and choices are clean, NFC included although the
+    release's text is not."""
+    assert not release_rows.bad, f"{len(release_rows.bad)} problems, first: {release_rows.bad[:10]}"
+    assert release_rows.docs == release_rows.rows
+    datasets = {name.split("_")[0] for name in release_rows.docs}
+    assert datasets == {"nollysenti", "mafand", "ntrex"}, datasets
+    assert len(release_rows.docs) == 24 + 84 + 100  # NollySenti 5 languages, MAFAND 21 x 4, NTREX 25 x 4
+    assert sum(release_rows.docs.values()) > 300_000
+    assert NON_NFC_TEST_ROWS.items() <= release_rows.non_nfc.items(), release_rows.non_nfc
+
+
+def test_five_shot_prompts_on_every_row_of_nollysenti_and_a_mafand_and_an_ntrex_config(
+    shared_data: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """lighteval's own path, 5-shot, on every row: of every NollySenti task, and of MAFAND en-hau and NTREX orm_Ethi
+    both ways (the generation form: the log-likelihood form has the same prompts). en-hau repeats 14 test pairs in
+    its validation split (the few-shot split) and 11 within test, NTREX's Oromo file 13 lines: no document is shown
+    itself or a copy of its text, every document gets five examples, and the 5-shot prompts are clean."""
+    from raw_mirror import raw_mirror
+
+    from finetasks_afr.benchmarks.common import TASK_INFO
+
+    mirror = raw_mirror(shared_data, tmp_path_factory)[0]
+    configs = [
+        config
+        for config in _release_tasks(mirror)
+        if TASK_INFO[config.name].formulation != "PPL"
+        and config.hf_subset in FIVE_SHOT_CONFIGS.get(_dataset(config), {config.hf_subset})
+    ]
+    assert len(configs) == 24 + 2 + 2
+    bad: list[tuple[str, str]] = []
+    documents = 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+        patch.setenv("HF_DATASETS_OFFLINE", "1")
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        for config in configs:
+            for item in _render(config, docs_per_task=None):
+                documents += 1
+                if len(item.example_queries) != FEWSHOT:
+                    bad.append((item.task, f"{len(item.example_queries)} examples"))
+                if _normalised(item.query) in {_normalised(query) for query in item.example_queries}:
+                    bad.append((item.task, f"shown itself: {item.query[:60]!r}"))
+                bad += [(item.task, problem) for problem in _prompt_problems(item.five_shot)]
+                bad += [(item.task, "example answer not clean") for answer in item.example_answers if unclean(answer)]
+    assert not bad, f"{len(bad)} problems, first: {bad[:10]}"
+    assert documents == 24 * 500 + 2 * 1500 + 2 * 1997
 
 
 # ------------------------------------------------------------------------------------ reproducibility

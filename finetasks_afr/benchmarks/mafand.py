@@ -15,19 +15,25 @@ Licence: CC-BY-NC-4.0 (dataset card): NON-COMMERCIAL use only.
 
 Loading: the repository at its pinned revision 7028115028b104388af7ec2eb7b7888fc736a106 is a loading script
 (`mafand.py`), which datasets>=4 refuses; the tasks read the hub's parquet export of it (revision
-`refs/convert/parquet`, `<config>/<split>/*.parquet`), which is not a pinned commit. Whether datasets resolves the
-config names on that branch (it carries no README listing them) was not verifiable offline; if it does not, build a
-mirror (`finetasks-afr data mirror`) or load with datasets<4 at the pinned revision. Generation size 512 tokens
+`refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
+That branch carries no README listing the configs, and datasets 5 turns such a tree into one `default` config, so
+each task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.sources`, "Hub forms";
+tests/test_published_layouts.py loads a replica of that layout). Generation size 512 tokens
 (not measured on the references: no MAFAND rows are available offline; FLORES' longest sentence is 490 characters).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.languages import AfricanLanguage, covered_by
+from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, converted, lang_dirs, read_jsonl, str_field
 from finetasks_afr.sources import DatasetSource
 from finetasks_afr.translation import ENGLISH, FRENCH, Direction, pair_tasks, texts
 
@@ -40,6 +46,50 @@ FRENCH_PAIRED = "bam bbj ewe fon mos wol"
 NO_TRAIN = frozenset({"amh", "kin", "nya", "sna", "xho"})  # validation and test only (dataset card)
 GENERATION_SIZE = 512
 
+
+# raw release (masakhane-io/lafand-mt data/json_files/<pair>/{train,dev,test}.json) ------------------------------
+
+_RAW_PAIR = re.compile(r"^(?P<pivot>en|fr)-(?P<own>[a-z]{3})$")
+_RAW_SPLITS = {"train.json": "train", "dev.json": "validation", "test.json": "test"}
+
+
+def _raw_units(root: Path) -> list[Unit]:
+    """`<pair>/{train,dev,test}.json`: the folder is the hub config (`en-hau`, `fr-bam`), raw `dev` the hub
+    `validation`; a split whose file is absent is not in the mirror (train files may be left out, and amh, kin,
+    nya, sna, xho have none on the hub either)."""
+    units = []
+    for pair_dir in lang_dirs(root):
+        match = _RAW_PAIR.match(pair_dir.name)
+        if match is None:
+            continue
+        for file_name, split in _RAW_SPLITS.items():
+            path = pair_dir / file_name
+            if path.is_file():
+                read = partial(_raw_rows, path, pair_dir.name, split, (match["pivot"], match["own"]))
+                units.append(Unit(f"{DATASET}/{pair_dir.name}/{split}", read))
+    return units
+
+
+def _raw_rows(path: Path, config: str, split: str, keys: tuple[str, str]) -> Iterator[Yielded]:
+    yield from converted(config, split, read_jsonl(path), lambda raw: _raw_row(raw, keys))
+
+
+def _raw_row(raw: dict[str, Any], keys: tuple[str, str]) -> dict[str, Any]:
+    """`{"translation": {<pivot>: ..., <xx>: ...}}` with exactly the two keys of the config name, both non-blank."""
+    translation = raw.get("translation")
+    if not isinstance(translation, dict):
+        raise RowError("missing translation")
+    if set(translation) != set(keys):
+        raise RowError(f"translation keys {'/'.join(sorted(translation))}, not {'/'.join(keys)}")
+    return {"translation": {key: str_field(translation, key) for key in keys}}
+
+
+def _raw_features(config: str) -> Any:
+    from datasets import Features, Translation
+
+    return Features({"translation": Translation(languages=config.split("-"))})
+
+
 SOURCES = (
     DatasetSource(
         key=DATASET,
@@ -49,8 +99,11 @@ SOURCES = (
         codes={iso3: f"en-{iso3}" for iso3 in ENGLISH_PAIRED.split()}
         | {iso3: f"fr-{iso3}" for iso3 in FRENCH_PAIRED.split()},
         notes=f"Licence CC-BY-NC-4.0: non-commercial. Revision {SCRIPT_REVISION} is a loading script (refused by "
-        "datasets>=4); read from its parquet export refs/convert/parquet (a moving ref, not a pin; config-name "
-        "resolution on that branch unverified offline). amh, kin, nya, sna, xho have no train split.",
+        "datasets>=4); read from its parquet export refs/convert/parquet (a moving ref, not a pin), laid out "
+        "<config>/<split>/*.parquet without a README, so each config is read as its folder (data_dir=<config>: "
+        "datasets sees one 'default' config there). amh, kin, nya, sna, xho have no train split.",
+        hub_form="parquet-branch",
+        raw=RawImporter("mafand", _raw_units, _raw_features),
     ),
 )
 
