@@ -113,6 +113,9 @@ EXPECTED_TOTALS = {  # dataset: (configs, rows, skipped) on shared/data
     "masakhanews": (16, 9354, 0),
     "afrisenti": (14, 48033, 0),
     "afriqa": (9, 7206, 4),
+    "nollysenti": (5, 6430, 2),  # 2 blank pcm dev reviews (tests/test_raw_releases.py has every split)
+    "mafand": (21, 54795, 0),  # dev + test of 21 pairs (no train files in shared/data)
+    "ntrex": (25, 49925, 1997),  # 25 x 1997; Pulaar (fuc) has no config of masakhane/ntrex_african
 }
 
 

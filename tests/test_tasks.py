@@ -32,6 +32,9 @@ MIRRORED = (
     "masakhanews",
     "afrisenti",
     "afriqa",
+    "nollysenti",
+    "mafand",
+    "ntrex",
 )
 ROWS_PER_TASK = 12
 Suite: TypeAlias = "tuple[list[LightevalTaskConfig], dict[str, TaskInfo]]"  # the task table and its metadata
