@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from analysis.encoding import TextEncodingError, read_user_text
+
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.toml")
 
 
@@ -222,11 +224,9 @@ def load_config(path: Path | str | None = None) -> Config:
         if not path.is_file():
             raise ConfigError(f"config file {path} does not exist")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as error:
-            raise ConfigError(
-                f"{path} is not UTF-8 text ({error.reason} at byte {error.start}); save it as UTF-8"
-            ) from error
+            data = tomllib.loads(read_user_text(path))
+        except TextEncodingError as error:
+            raise ConfigError(str(error)) from None
         except tomllib.TOMLDecodeError as error:
             raise ConfigError(f"{path} is not valid TOML: {error}") from error
         config = _merge(config, data, str(path))

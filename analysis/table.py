@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 
 import polars as pl
 
+from analysis.encoding import TextEncodingError, check_user_text_file
 from analysis.io import atomic_write
 from analysis.metrics import known_metric_help, metric_info
 
@@ -721,7 +722,10 @@ _TASK_INFO_COLUMNS = ("task", "benchmark", "language", "category", "formulation"
 def read_task_info(path: Path) -> dict[str, TaskInfo]:
     """Task info from a CSV with columns task,benchmark,language,category,formulation,random_baseline."""
     try:
+        check_user_text_file(path)
         frame = pl.read_csv(path, infer_schema=False)
+    except TextEncodingError as error:
+        raise ScoreTableError(str(error)) from None
     except (OSError, pl.exceptions.PolarsError) as error:
         raise ScoreTableError(f"{path}: cannot read the task-info CSV ({error})") from error
     missing = [c for c in _TASK_INFO_COLUMNS if c not in frame.columns]
@@ -1001,9 +1005,12 @@ def _read_csv(path: Path) -> pl.DataFrame:
 def _read_table(path: Path) -> pl.DataFrame:
     """A parquet or CSV file as a frame; CSV as text so that validate's messages explain bad cells."""
     try:
-        if path.suffix == ".parquet":
+        if path.suffix.lower() == ".parquet":
             return pl.read_parquet(path)
+        check_user_text_file(path)
         return _read_csv(path)
+    except TextEncodingError as error:
+        raise ScoreTableError(str(error)) from None
     except (OSError, pl.exceptions.PolarsError) as error:
         raise ScoreTableError(f"{path}: cannot read it as {path.suffix[1:]} ({error})") from error
 
@@ -1065,7 +1072,7 @@ def read_scores(
         return read_lm_eval_harness(
             path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown
         )
-    if path.suffix not in {".parquet", ".csv"}:
+    if path.suffix.lower() not in {".parquet", ".csv"}:
         raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
     raw = _read_table(path)
     frame, report = validate(raw, source=str(path))
@@ -1087,8 +1094,9 @@ def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
         ".parquet": lambda f, p: f.write_parquet(p),
         ".csv": lambda f, p: f.write_csv(p),
     }
-    if path.suffix not in writers:
+    suffix = path.suffix.lower()
+    if suffix not in writers:
         raise ScoreTableError(f"{path}: cannot write '{path.suffix}'; fix: use a .parquet or .csv path")
     frame, report = validate(frame, source=f"{path} (writing)")
-    atomic_write(path, lambda tmp: writers[path.suffix](frame, tmp))
+    atomic_write(path, lambda tmp: writers[suffix](frame, tmp))
     return report

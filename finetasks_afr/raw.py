@@ -26,6 +26,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from analysis.encoding import TextEncodingError, decode_user_text
+
 csv.field_size_limit(sys.maxsize)
 
 
@@ -78,13 +80,9 @@ def read_text(path: Path) -> str:
     """The whole file as text (UTF-8, a byte order mark removed); RawFileError when it is empty or not UTF-8."""
     data = path.read_bytes()
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise RawFileError(
-            f"{path}: not UTF-8 text (byte 0x{data[error.start]:02x} at line {line}, byte offset {error.start}); "
-            "re-save the file as UTF-8 (e.g. `iconv -f <its encoding> -t UTF-8`) and run again"
-        ) from None
+        text = decode_user_text(path, data)
+    except TextEncodingError as error:
+        raise RawFileError(str(error)) from None
     if not text.strip():
         raise RawFileError(
             f"{path} is empty ({len(data)} bytes); copy it again from the release, or delete it if that split "

@@ -52,7 +52,9 @@ def test_values_inside_their_ranges_load(tmp_path: Path) -> None:
 def test_a_non_utf8_config_is_a_named_error(tmp_path: Path) -> None:
     path = tmp_path / "latin1.toml"
     path.write_bytes("# r\xe9glages\n[snr]\nmin = 10\n".encode("latin-1"))
-    with pytest.raises(ConfigError, match=r"latin1\.toml is not UTF-8 text .* at byte 3\); save it as UTF-8"):
+    with pytest.raises(
+        ConfigError, match=r"latin1\.toml: not UTF-8 text \(byte 0xe9 at line 1, byte offset 3\); fix: save it as UTF-8"
+    ):
         load_config(path)
 
 

@@ -105,7 +105,7 @@ def test_a_non_utf8_byte_names_file_and_line_and_nothing_is_half_written(tmp_pat
     bad.write_bytes(b"index_id\tcategory\ttext\n1\thealth\tLafiya\n2\tsports\tWasanni caf\xe9\n")  # Latin-1
     out = tmp_path / "mirror"
     code, output = invoke("data", "import-raw", src, "--out", out)
-    assert_named_error(code, output, bad, "not UTF-8", "byte 0xe9 at line 3", "re-save the file as UTF-8")
+    assert_named_error(code, output, bad, "not UTF-8", "byte 0xe9 at line 3", "save it as UTF-8")
     assert written(out) == []  # afrisenti (read first, fine) was not written either
 
 

@@ -47,7 +47,9 @@ def sweep_command(
     tasks: Annotated[str, typer.Option("--tasks", help="Task list file (one task|fewshot per line) or a comma list.")],
     out: Annotated[Path, typer.Option("--out", help="Sweep directory (results, logs, summary); reused to resume.")],
     executor: Annotated[str, typer.Option(help="local, slurm, or submitit-local.")] = "local",
-    workers: Annotated[int, typer.Option(help="Local worker processes (each evaluates checkpoints in turn).")] = 1,
+    workers: Annotated[
+        int, typer.Option(min=1, help="Local worker processes (each evaluates checkpoints in turn); at least 1.")
+    ] = 1,
     custom_tasks: Annotated[
         str | None, typer.Option(help="Custom tasks module; default: the finetasks-afr suite.")
     ] = None,

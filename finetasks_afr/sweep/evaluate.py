@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
@@ -79,7 +80,11 @@ def parse_tasks(spec: str | Path) -> list[str]:
     """
     path = _task_file(spec)
     if path is not None:
-        raw = [line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+        try:
+            text = read_user_text(path)
+        except TextEncodingError as error:
+            raise TaskListError(str(error)) from None
+        raw = [line.split("#", 1)[0].strip() for line in text.splitlines()]
         source = str(path)
     else:
         raw = [item.strip() for item in str(spec).split(",")]
