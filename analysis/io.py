@@ -53,9 +53,12 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> Path:
     """Call `write(tmp)` on a temporary file beside `path`, then fsync it and rename it over `path`.
 
     `write` receives the temporary path and may open it in any mode (polars, matplotlib and shutil all write by
-    path). Parent folders are created.
+    path). Parent folders are created. A `path` that is a symbolic link stays one: the file it points to is
+    replaced (the temporary file is made beside that file).
     """
     path = Path(path)
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
     os.close(fd)
@@ -142,9 +145,12 @@ def staged_directory(target: Path) -> Iterator[Path]:
 
     The swap is two renames (old target aside, staging in), then the old copy is deleted; `recover_directory` at
     the start of the next run repairs a kill between the renames. `target` must be absent, empty, or a directory this
-    function made (it holds `OUTPUT_MARKER`): a user's own folder is never replaced.
+    function made (it holds `OUTPUT_MARKER`): a user's own folder is never replaced. A `target` that is a symbolic
+    link stays one: its target directory is the one built and swapped.
     """
     target = Path(target)
+    if target.is_symlink():  # write into the link's target: replacing the link would leave its target untouched
+        target = Path(os.path.realpath(target))
     if target.exists() and not target.is_dir():
         raise OutputDirectoryError(f"{target} is a file, not a directory; choose a directory path")
     target.parent.mkdir(parents=True, exist_ok=True)

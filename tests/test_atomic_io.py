@@ -27,6 +27,17 @@ def test_atomic_write_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) 
     assert [p.name for p in target.parent.iterdir()] == ["b.txt"]
 
 
+def test_a_link_stays_a_link_and_its_target_gets_the_content(tmp_path: Path) -> None:
+    target = tmp_path / "store" / "scores.csv"
+    target.parent.mkdir()
+    target.write_text("old\n")
+    link = tmp_path / "scores.csv"
+    link.symlink_to(target)
+    atomic_write_text(link, "new\n")
+    assert link.is_symlink() and target.read_text() == "new\n"
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
 def test_a_failed_write_keeps_the_old_file_and_removes_the_temporary(tmp_path: Path) -> None:
     target = tmp_path / "b.txt"
     atomic_write_text(target, "old\n")

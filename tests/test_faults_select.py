@@ -167,6 +167,22 @@ def test_aggregate_into_a_used_directory_replaces_it_whole(tmp_path: Path) -> No
     assert not _leftovers(tmp_path)
 
 
+def test_out_given_as_a_link_writes_into_its_target_and_keeps_the_link(tmp_path: Path) -> None:
+    """Formerly the link was replaced by a real folder and its target stayed empty."""
+    target = tmp_path / "storage" / "agg"
+    target.mkdir(parents=True)
+    link = tmp_path / "agg"
+    link.symlink_to(target, target_is_directory=True)
+    for _ in range(2):  # a second run replaces the target's content whole, through the link
+        result = _invoke("aggregate", str(BUNDLED_SWEEP), "--out", str(link))
+        assert result.exit_code == 0, result.output
+        assert link.is_symlink() and link.resolve() == target.resolve()
+        assert _files(target) == {OUTPUT_MARKER, "ranking.csv", "language_scores.csv", "aggregated_tasks.csv"}
+        said = " ".join(result.output.split())
+        assert f"is a link: writing into its target {target}" in said, said
+    assert not _leftovers(tmp_path)
+
+
 @pytest.mark.parametrize("command", ["select", "report", "aggregate"])
 def test_a_folder_finetasks_did_not_make_is_refused(tmp_path: Path, command: str) -> None:
     out = tmp_path / "mine"

@@ -72,8 +72,14 @@ def require_analysis_out(out: Path) -> Path:
     """`out` when an analysis output can be built beside it and swapped in, else the named error, before any work.
 
     Beyond `require_output_dir` (not a file, not under a file, writable), the folder that holds `out` must be
-    writable too: the new output is built there as a hidden sibling and renamed over `out`.
+    writable too: the new output is built there as a hidden sibling and renamed over `out`. A link is followed (and
+    said so): its target is what gets written, the link itself stays.
     """
+    if out.is_symlink():
+        console.print(
+            f"note: --out {escape(str(out))} is a link: writing into its target {escape(os.path.realpath(out))}"
+        )
+        out = Path(os.path.realpath(out))
     require_output_dir(out)
     parent = out.absolute().parent
     problem = output_dir_problem(parent, option=f"--out {out}: its parent folder")
