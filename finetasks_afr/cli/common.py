@@ -28,6 +28,47 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code=code)
 
 
+def require_device(device: str, option: str = "--device") -> str:
+    """`device` when this machine has that torch device, else the named error, before any model loads.
+
+    Only for work that runs here: a Slurm sweep's device is on the compute nodes, not on the submitting host.
+    """
+    import torch
+
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError) as error:
+        raise fail(f"{option} {device!r} is not a torch device ({error}); use cpu, cuda or cuda:<index>") from None
+    if parsed.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise fail(
+                f"{option} {device}: this machine has no CUDA device (torch {torch.__version__}, CUDA "
+                f"{torch.version.cuda or 'not built in'}); use {option} cpu, or run where a GPU is"
+            )
+        if parsed.index is not None and parsed.index >= count:
+            raise fail(f"{option} {device}: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}")
+    elif parsed.type == "mps" and not torch.backends.mps.is_available():
+        raise fail(f"{option} {device}: Apple's MPS is not available here; use {option} cpu")
+    return device
+
+
+def require_model_location(value: str, option: str) -> str:
+    """`value` when it can name a model (an existing folder with a config.json, or a hub id `org/name`), else the
+    named error, before any model loads: a mistyped path would otherwise reach the hub as an invalid repo id."""
+    path = Path(value).expanduser()
+    looks_local = path.is_absolute() or value.startswith((".", "~")) or len(path.parts) > 2
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise fail(f"{option} {value}: this folder holds no config.json, so it is not a saved model; give a model "
+                       "folder (with config.json and weights) or a hub id org/name")  # fmt: skip
+    elif path.exists():
+        raise fail(f"{option} {value} is a file, not a model folder or a hub id org/name")
+    elif looks_local:
+        raise fail(f"{option} {value}: no such folder; give a model folder (with config.json) or a hub id org/name")
+    return value
+
+
 def output_dir_problem(path: Path, option: str = "--out") -> str | None:
     """Why `path` cannot be (or become) a writable output directory, or None when it can.
 

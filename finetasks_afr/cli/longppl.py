@@ -9,7 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail, require_output_dir
+from finetasks_afr.cli.common import console, fail, require_device, require_model_location, require_output_dir
 from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
 
 longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -46,6 +46,9 @@ def prepare_command(
     require_output_dir(out)
     if not documents.is_file():
         raise fail(f"documents file not found: {documents}")
+    require_model_location(teacher, "--teacher")
+    require_model_location(embedder, "--embedder")
+    require_device(device)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:
         with Progress(*columns, console=console, transient=True) as bar:

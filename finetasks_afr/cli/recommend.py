@@ -17,7 +17,7 @@ from rich.table import Table
 
 from finetasks_afr import recommend as rec
 from finetasks_afr.cli.common import console as err_console
-from finetasks_afr.cli.common import fail, require_output_file
+from finetasks_afr.cli.common import fail, require_device, require_output_file
 from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
 
 ModelOpt = Annotated[
@@ -72,6 +72,20 @@ def _family_table(results: list[rec.ModelResult], level: float) -> Table:
         row += [_fmt(getattr(r, metric)) for metric in others]
         table.add_row(*row)
     return table
+
+
+def _require_shared_names(reference_path: Path, labels: list[str]) -> None:
+    """ReferenceFileError when the reference ranks none of the models (a file of sentences, another language's
+    leaderboard): every agreement would be 0 with nothing shared, which reads like a finding."""
+    reference = read_reference(reference_path)
+    mapping = match_names(labels, reference.names)
+    if not set(mapping.values()) & set(reference.names):
+        shown = ", ".join(repr(name[:40]) for name in reference.names[:3])
+        raise ReferenceFileError(
+            f"--reference {reference_path}: none of its {len(reference.names)} names is one of the models ranked "
+            f"({', '.join(labels)}); it starts with {shown}. fix: list the models' names (repository ids, or the "
+            "last part of their paths), one per line best first, or a CSV with model,score columns"
+        )
 
 
 def _agreements(recommendation: rec.Recommendation, reference_path: Path, higher: bool, p: float) -> dict[str, Any]:
@@ -159,6 +173,7 @@ def recommend_command(
         raise fail(f"--rbo-p must lie in (0, 1), got {rbo_p}")
     if out is not None:  # a mistyped --out (x.txt, a folder) is found before the models are scored, not after
         require_output_file(out, rec.OUTPUT_SUFFIXES)
+    require_device(device)
     settings = rec.Settings(
         fraction=fraction,
         mask_draws=mask_draws,
@@ -172,9 +187,9 @@ def recommend_command(
     )
     try:
         settings.validate()
-        if reference is not None:
-            read_reference(reference)  # fail before the (slow) scoring
         specs = [rec.ModelSpec.parse(spec, kind) for spec in model]
+        if reference is not None:  # fail before the (slow) scoring
+            _require_shared_names(reference, [spec.label for spec in specs])
         corpus = rec.sample_texts(_collect_texts(text, file, texts), max_texts, seed)
         recommendation = _run(specs, corpus, settings)
         agreements = (

@@ -13,6 +13,7 @@ from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,
     console,
     fail,
+    require_device,
     require_output_dir,
     require_output_file,
 )
@@ -102,6 +103,8 @@ def sweep_command(
     require_output_dir(out)
     if executor not in EXECUTORS:
         raise fail(f"--executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
+    if executor != "slurm":  # a Slurm job's device is on its node, not here
+        require_device(device)
     try:
         task_list = parse_tasks(tasks)
         found = discover(
