@@ -28,6 +28,7 @@ from analysis.io import (
     staged_directory,
     write_csv_atomic,
 )
+from analysis.metrics import metric_info
 from analysis.plots import (
     plot_consistency_forest,
     plot_criteria_overview,
@@ -140,8 +141,16 @@ def analyse(table: pl.DataFrame, config: Config) -> Analysis:
     for callers that only want the numbers (the notebook helpers of `analysis.explore`)."""
     signal = compute_signal(table, config)
     selection = select(signal, config)
-    ranking = aggregate(table, selected_metrics(selection), config.aggregate) if selection.kept.height else None
-    return Analysis(signal, selection, ranking, english_gap(table, config))
+    return Analysis(signal, selection, _ranking(table, selection, config), english_gap(table, config))
+
+
+def _ranking(table: pl.DataFrame, selection: Selection, config: Config) -> AggregateResult | None:
+    """The multilingual ranking, or None when no kept task can enter it: none is kept, or every kept task is
+    scored by a lower-is-better metric (bits per byte, perplexities), which has no random baseline to rescale to.
+    The report then says there is no ranking; before, `select` stopped with a traceback."""
+    chosen = selected_metrics(selection)
+    rankable = any((info := metric_info(m)) is not None and info.higher_is_better for m in chosen.get_column("metric"))
+    return aggregate(table, chosen, config.aggregate) if rankable else None
 
 
 def run_aggregate(

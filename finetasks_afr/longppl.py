@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
 from finetasks_afr.local_dataset import write_dataset_folder
 
@@ -99,40 +100,43 @@ def read_documents(path: Path) -> list[ParallelDocument]:
     path = Path(path)
     documents: list[ParallelDocument] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{number}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise LongPPLInputError(f"{where}: not valid JSON ({error})") from error
-            if not isinstance(row, dict):
-                raise LongPPLInputError(f"{where}: expected a JSON object, got {_kind(row)}")
-            missing = [key for key in ("id", "source_lang", "target_lang", "source", "target") if key not in row]
-            if missing:
-                raise LongPPLInputError(f"{where}: missing field(s) {', '.join(missing)}")
-            doc_id = row["id"]
-            if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or not str(doc_id).strip():
-                raise LongPPLInputError(f"{where}: id: expected a non-empty string, got {doc_id!r}")
-            doc_id = str(doc_id)
-            if doc_id in seen:
-                raise LongPPLInputError(f"{where}: id {doc_id!r} already used on line {seen[doc_id]}")
-            seen[doc_id] = number
-            document = ParallelDocument(
-                id=doc_id,
-                source_lang=_language(row["source_lang"], f"{where}: source_lang"),
-                target_lang=_language(row["target_lang"], f"{where}: target_lang"),
-                source=_paragraphs(row["source"], f"{where}: source"),
-                target=_paragraphs(row["target"], f"{where}: target"),
+    try:
+        text = read_user_text(path)
+    except TextEncodingError as error:
+        raise LongPPLInputError(str(error)) from None
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 may sit inside a string
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise LongPPLInputError(f"{where}: not valid JSON ({error})") from error
+        if not isinstance(row, dict):
+            raise LongPPLInputError(f"{where}: expected a JSON object, got {_kind(row)}")
+        missing = [key for key in ("id", "source_lang", "target_lang", "source", "target") if key not in row]
+        if missing:
+            raise LongPPLInputError(f"{where}: missing field(s) {', '.join(missing)}")
+        doc_id = row["id"]
+        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or not str(doc_id).strip():
+            raise LongPPLInputError(f"{where}: id: expected a non-empty string, got {doc_id!r}")
+        doc_id = str(doc_id)
+        if doc_id in seen:
+            raise LongPPLInputError(f"{where}: id {doc_id!r} already used on line {seen[doc_id]}")
+        seen[doc_id] = number
+        document = ParallelDocument(
+            id=doc_id,
+            source_lang=_language(row["source_lang"], f"{where}: source_lang"),
+            target_lang=_language(row["target_lang"], f"{where}: target_lang"),
+            source=_paragraphs(row["source"], f"{where}: source"),
+            target=_paragraphs(row["target"], f"{where}: target"),
+        )
+        if documents and document.target_lang != documents[0].target_lang:
+            raise LongPPLInputError(
+                f"{where}: target_lang {document.target_lang!r} differs from {documents[0].target_lang!r} "
+                "(line 1 onwards); prepare one file per target language"
             )
-            if documents and document.target_lang != documents[0].target_lang:
-                raise LongPPLInputError(
-                    f"{where}: target_lang {document.target_lang!r} differs from {documents[0].target_lang!r} "
-                    "(line 1 onwards); prepare one file per target language"
-                )
-            documents.append(document)
+        documents.append(document)
     if not documents:
         raise LongPPLInputError(f"{path}: no documents")
     return documents

@@ -126,3 +126,19 @@ def test_zero_workers_refused_before_any_work(tmp_path: Path) -> None:
 def _write(path: Path) -> Path:
     path.write_text(table_csv(), encoding="utf-8")
     return path
+
+
+def test_longppl_documents_in_latin1_are_named(tmp_path: Path) -> None:
+    """Formerly a bare UnicodeDecodeError that named neither the file nor the fix."""
+    from finetasks_afr.longppl import LongPPLInputError, read_documents
+
+    path = tmp_path / "docs.jsonl"
+    path.write_bytes(
+        '{"id": "d1", "source_lang": "eng", "target_lang": "hau", "source": "caf\xe9", "target": "x"}\n'.encode(
+            "latin-1"
+        )
+    )
+    with pytest.raises(
+        LongPPLInputError, match=r"docs\.jsonl: not UTF-8 text \(byte 0xe9 at line 1, byte offset \d+\); fix"
+    ):
+        read_documents(path)

@@ -155,6 +155,22 @@ def test_select_into_a_used_directory_leaves_nothing_stale(tmp_path: Path, demo_
     assert not _leftovers(tmp_path)
 
 
+def test_kept_tasks_scored_only_by_lower_is_better_metrics_give_suites_and_no_ranking(
+    tmp_path: Path, demo_table: pl.DataFrame
+) -> None:
+    """The demo's perplexity tasks alone (bits per byte, perplexities): kept, but nothing to rescale for a ranking.
+    Before the fix: an AggregateError traceback, exit 1."""
+    scores = _write(demo_table.filter(pl.col("task").str.starts_with("demotext")), tmp_path / "ppl.parquet")
+    out = tmp_path / "out"
+    result = _invoke("select", str(scores), "--out", str(out), "--no-figures", "--config", str(BUNDLED_CONFIG))
+    assert result.exit_code == 0, result.output
+    decisions = pl.read_csv(out / "decisions.csv")
+    kept = decisions.filter(pl.col("kept"))
+    assert kept.height and set(kept["metric"]) <= {"bits_per_byte", "byte_perplexity", "word_perplexity"}
+    assert (out / "suites").is_dir() and "ranking.csv" not in _files(out)
+    assert not _leftovers(tmp_path)
+
+
 def test_aggregate_into_a_used_directory_replaces_it_whole(tmp_path: Path) -> None:
     out = tmp_path / "agg"
     out.mkdir()
