@@ -14,7 +14,9 @@ Leftovers of a killed run (`.<name>.staging-*`, `.<name>.old-*`, `.<name>.*.tmp`
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import re
 import secrets
 import shutil
 import tempfile
@@ -30,6 +32,28 @@ OUTPUT_MARKER = ".finetasks-afr-output"
 
 class OutputDirectoryError(ValueError):
     """`--out` names a directory that must not be replaced (it holds files this project did not write)."""
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
+_MAX_NAME = 100  # characters of a sanitised name before it is cut (file systems allow 255 bytes)
+
+
+def safe_file_name(name: str) -> str:
+    """`name` (a run, task or language from the user or the data) as one safe path component, distinct for distinct
+    names: the one rule by which names become paths (analysis outputs, the sweep store).
+
+    Names come from score tables and command lines, so they may hold `/`, `..`, spaces, control characters, a
+    leading dot or non-ASCII letters; written as they are, a language `../../evil` puts its suite outside `--out`;
+    replaced without more, `mix-α` and `mix-β` become one folder. Every character outside `[A-Za-z0-9_.+-]` becomes
+    `_` and leading dots are replaced (no hidden file, no `..`). When that changed the name, a short hash of the
+    original is appended, so `a/b` and `a_b` stay two paths.
+    """
+    cleaned = _UNSAFE.sub("_", name)
+    cleaned = "_" * (len(cleaned) - len(cleaned.lstrip("."))) + cleaned.lstrip(".")
+    if cleaned == name and 0 < len(name) <= _MAX_NAME:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned[:_MAX_NAME] or '_'}-{digest}"
 
 
 def umask() -> int:
@@ -188,6 +212,7 @@ __all__ = [
     "fsync_directory",
     "recover_directory",
     "remove_stale_temporaries",
+    "safe_file_name",
     "staged_directory",
     "umask",
     "write_csv_atomic",

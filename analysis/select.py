@@ -8,16 +8,14 @@ failing candidate. Every decision carries its reason.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from analysis.config import Config
-from analysis.io import atomic_write_text, write_csv_atomic
+from analysis.io import atomic_write_text, safe_file_name, write_csv_atomic
 
 CATEGORY_TITLES = {
     "GK": "General Knowledge",
@@ -278,26 +276,6 @@ def _coverage(decisions: pl.DataFrame, config: Config) -> list[CoverageFlag]:
 
 
 # ----------------------------------------------------------------------------------- files on disk
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
-_MAX_NAME = 100  # characters of a sanitised name before it is cut (file systems allow 255 bytes)
-
-
-def safe_file_name(name: str) -> str:
-    """`name` (a task or language from the data) as one safe path component, distinct for distinct names.
-
-    Names come from score tables, so they may hold `/`, `..`, spaces or a leading dot; written as they are, a
-    language `../../evil` puts its suite outside `--out`, and its cf and mcf lists onto the same file. Every
-    character outside `[A-Za-z0-9_.-]` becomes `_` and leading dots are replaced (no hidden file, no `..`). When
-    that changed the name, a short hash of the original is appended, so `a/b` and `a_b` stay two files. Every
-    data-derived path of the analysis (suites, figures, HTML pages) is built with this one function.
-    """
-    cleaned = _UNSAFE.sub("_", name)
-    cleaned = "_" * (len(cleaned) - len(cleaned.lstrip("."))) + cleaned.lstrip(".")
-    if cleaned == name and 0 < len(name) <= _MAX_NAME:
-        return name
-    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-    return f"{cleaned[:_MAX_NAME] or '_'}-{digest}"
 
 
 def suite_path(out_dir: Path, suite: str, language: str) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analysis.io import safe_file_name
 from finetasks_afr.sweep.collect import CollectError, collect
 from finetasks_afr.sweep.discover import Checkpoint, DiscoveryError, discover, identity_from_path, parse_source
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
@@ -31,6 +32,19 @@ def make_checkpoint(
 
 # --------------------------------------------------------------------------------------------------
 # Discovery
+
+
+def test_distinct_run_names_get_distinct_store_folders() -> None:
+    """Formerly `mix-α` and `mix-β` (and `mix\nz` and `mix_z`) shared `results/mix-_`: the second run was reported
+    "already evaluated" and left out of the table. Plain names keep their folder (resumable sweeps)."""
+    names = ["mix-α", "mix-β", "mix\nz", "mix_z", "mix z", "mix/z", "mix-a", "mix+b", ".."]
+    keys = [Checkpoint(name, 1, 100, None, "/x").key for name in names]
+    assert len(set(keys)) == len(names), keys
+    assert Checkpoint("mix-a", 1, 100, None, "/x").key == "mix-a/seed-1/step-000000100"
+    assert Checkpoint("mix+b", None, 7, None, "/x").key == "mix+b/seed-none/step-000000007"
+    for key in keys:
+        run = key.split("/")[0]
+        assert run and not run.startswith(".") and "\n" not in run
 
 
 def test_trainer_layout_with_seed_folders_and_tokens_from_trainer_state(tmp_path: Path) -> None:
@@ -63,7 +77,9 @@ def test_glob_odd_names_and_explicit_names(tmp_path: Path) -> None:
     assert found[0].key == "baseline/seed-7/step-000000120"
     plain = discover([f"{tmp_path}/weird run/ckpt_*"]).checkpoints
     assert {c.run for c in plain} == {"weird run"} and plain[0].seed is None
-    assert plain[0].key.startswith("weird_run/seed-none/")
+    assert plain[0].key.startswith(f"{safe_file_name('weird run')}/seed-none/") and plain[0].key.startswith(
+        "weird_run-"
+    )
 
 
 def test_step_from_trainer_state_when_the_name_has_none(tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from analysis.io import safe_file_name
+
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",
@@ -58,9 +60,10 @@ class Checkpoint:
 
     @property
     def key(self) -> str:
-        """A file-name-safe identity, unique within a sweep: `<run>/seed-<s>/step-<N>`."""
+        """A file-name-safe identity, unique within a sweep: `<run>/seed-<s>/step-<N>`, the run through the one
+        names-to-paths rule (`analysis.io.safe_file_name`: distinct runs, distinct folders)."""
         seed = "none" if self.seed is None else str(self.seed)
-        return f"{_safe(self.run)}/seed-{seed}/step-{self.step:09d}"
+        return f"{safe_file_name(self.run)}/seed-{seed}/step-{self.step:09d}"
 
     @property
     def label(self) -> str:
@@ -80,10 +83,6 @@ class Checkpoint:
             path=str(data["path"]),
             revision=data.get("revision"),
         )
-
-
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]", "_", name)
 
 
 @dataclass(frozen=True)
