@@ -38,6 +38,7 @@ import polars as pl
 from analysis.encoding import TextEncodingError, check_user_text_file
 from analysis.io import atomic_write
 from analysis.metrics import known_metric_help, metric_info
+from analysis.names import CONTROL_PATTERN, control_character_problem, describe_control_characters
 
 SCHEMA: dict[str, pl.DataType] = {
     "run": pl.String(),
@@ -229,7 +230,23 @@ def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
 _TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if SCHEMA[c] == pl.String())
 
 
-def _strip_text(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
+def _refuse_control_characters(distinct: Mapping[str, pl.DataFrame], source: str) -> None:
+    """Names with control characters inside them (after the ends are stripped) are refused (`analysis.names`): a
+    newline in a run would split the report's ranking row, a NUL gave a phantom run in ranking.csv."""
+    problems = []
+    for column, values in distinct.items():
+        bad = values.filter(pl.col(column).str.strip_chars().str.contains(CONTROL_PATTERN)).get_column(column).sort()
+        if bad.len():
+            shown = "; ".join(f"{v!r}: {describe_control_characters(v.strip())}" for v in bad.head(5))
+            problems.append(
+                f"column '{column}': {bad.len():,} distinct value(s) hold control characters ({shown}); names "
+                "become file names, suite-file lines and report rows; fix: rename them without control characters"
+            )
+    if problems:
+        _raise(source, problems)
+
+
+def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Strip leading/trailing whitespace from the text columns; returns the frame, notes and the columns changed.
 
     A trailing space makes "belebele_hau " a task of its own that no suite file, config or plot would ever name,
@@ -239,6 +256,7 @@ def _strip_text(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]
     values are inspected (a few hundred, not a million), and only changed columns are rewritten.
     """
     distinct = pl.collect_all([frame.lazy().select(pl.col(c).unique().drop_nulls()) for c in _TEXT_COLUMNS])
+    _refuse_control_characters(dict(zip(_TEXT_COLUMNS, distinct, strict=True)), source)
     padded = {
         c: values.filter(pl.col(c) != pl.col(c).str.strip_chars()).get_column(c).sort()
         for c, values in zip(_TEXT_COLUMNS, distinct, strict=True)
@@ -637,7 +655,7 @@ def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadRep
     frame, notes = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
-    frame, strip_notes, stripped = _strip_text(frame)
+    frame, strip_notes, stripped = _strip_text(frame, source)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
     frame, stderr_notes = _null_nan_stderr(frame)
     report = LoadReport(source, frame.height, dropped, dropped_examples, notes + strip_notes + stderr_notes)
@@ -751,6 +769,11 @@ def read_task_info(path: Path) -> dict[str, TaskInfo]:
     if dupes.len():
         raise ScoreTableError(f"{path}: task(s) listed twice: {', '.join(dupes.head(5))}; fix: one row per task")
     rows = frame.with_columns(baseline.alias("random_baseline")).rows(named=True)
+    for row in rows:
+        for column in _TASK_INFO_COLUMNS[:5]:
+            problem = control_character_problem(row[column], column, f"{path} (task {row['task']!r})")
+            if problem:
+                raise ScoreTableError(problem)
     return {r["task"]: TaskInfo(*(r[c] for c in _TASK_INFO_COLUMNS[1:])) for r in rows}
 
 

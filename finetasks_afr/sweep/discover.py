@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from analysis.io import safe_file_name
+from analysis.names import control_character_problem
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -391,12 +392,21 @@ def discover(
             f"{len(incomplete)} checkpoint folder(s) cannot be evaluated: {listing}; "
             "fix: finish or delete them, or pass --skip-incomplete to evaluate the others"
         )
+    _check_names(found)
     _check_unique(found)
     if steps is not None:
         wanted = set(steps)
         found = [c for c in found if c.step in wanted]
     found.sort(key=lambda c: (c.run, -1 if c.seed is None else c.seed, c.step))
     return Discovery(found, incomplete)
+
+
+def _check_names(found: list[Checkpoint]) -> None:
+    """Run names (given with NAME= or read from folder names) must be printable (`analysis.names`)."""
+    for checkpoint in found:
+        problem = control_character_problem(checkpoint.run, "run name", f"checkpoint {checkpoint.path}")
+        if problem:
+            raise DiscoveryError(f"{problem} (or name the run with NAME[:SEED]=PATH)")
 
 
 def _check_unique(found: list[Checkpoint]) -> None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
+from analysis.names import control_character_problem
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
 
@@ -84,13 +85,17 @@ def parse_tasks(spec: str | Path) -> list[str]:
             text = read_user_text(path)
         except TextEncodingError as error:
             raise TaskListError(str(error)) from None
-        raw = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+        # "\n" only: str.splitlines would also split at a vertical tab or U+0085 inside an entry, hiding them
+        raw = [line.split("#", 1)[0].strip() for line in text.split("\n")]
         source = str(path)
     else:
         raw = [item.strip() for item in str(spec).split(",")]
         source = "the task list"
     out: list[str] = []
     for entry in filter(None, raw):
+        problem = control_character_problem(entry, "task entry", source)
+        if problem:
+            raise TaskListError(problem)
         parts = entry.split("|")
         if len(parts) == 3:
             parts = parts[1:]
