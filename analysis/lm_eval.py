@@ -68,8 +68,10 @@ from analysis.table import (
 )
 from finetasks_afr.sweep.discover import (
     Checkpoint,
+    DiscoveryError,
     identity_from_path,
     is_checkpoint_dir,
+    separate_models,
     token_conflicts,
     token_override_note,
     tokens_of,
@@ -555,6 +557,12 @@ def read_lm_eval_04(
     files = [read_results_file(path, tokens_per_step) for root in roots for path in lm_eval_files(root)]
     if not files:
         raise LmEvalError(f"{source}: no lm-eval results file (results_*.json); fix: point at lm-eval's --output_path")
+    try:
+        separated, separation_notes = separate_models([f.checkpoint for f in files])
+    except DiscoveryError as error:
+        raise LmEvalError(f"{source}: {error}") from error
+    for file, checkpoint in zip(files, separated, strict=True):
+        file.checkpoint = checkpoint
     owner, superseded = newest(files)
     extra = read_task_info(task_info) if isinstance(task_info, str | Path) else dict(task_info or {})
     info = {**builtin_task_info(slot[3] for slot in owner), **extra}
@@ -583,7 +591,8 @@ def read_lm_eval_04(
             }  # fmt: skip
             for column, cells in columns.items():
                 cells.append(row[column])
-    notes = _notes(files, superseded, unknown_metrics) + unknown_tasks(unknown, source, skip_unknown)
+    notes = _notes(files, superseded, unknown_metrics) + separation_notes
+    notes += unknown_tasks(unknown, source, skip_unknown)
     notes += token_override_note((f.checkpoint for f in files), tokens_per_step)
     frame, report = validate(pl.DataFrame(columns, schema=SCHEMA), source=source)
     report.notes = notes + report.notes

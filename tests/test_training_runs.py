@@ -17,7 +17,6 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.lm_eval import LmEvalError
 from analysis.table import read_scores
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
@@ -131,25 +130,40 @@ def test_tokens_per_step_overrides_trainer_state_and_says_so(trainer_sweep: Path
 
 
 def test_one_seed_with_two_token_counts_names_both_files(tmp_path: Path) -> None:
-    """The one true conflict: (run, seed, step) evaluated from two copies whose trainer states disagree."""
-    first = checkpoint_folder(tmp_path / "a" / "runs", "mix-a", 1, 100, tokens=49_496)
-    second = checkpoint_folder(tmp_path / "b" / "runs", "mix-a", 1, 100, tokens=50_000)
-    paths = [
-        lm_eval_output(f, results_json(f, "mix-a", 1, 100, tasks=(task,)))
-        for f, task in zip((first, second), TASKS, strict=True)
-    ]
+    """The one true conflict: one model (the same folder) whose sweep part recorded one count while its
+    trainer_state.json, read for an lm-eval results file of the same folder, now says another."""
+    folder = checkpoint_folder(tmp_path / "runs", "mix-a", 1, 100, tokens=50_000)
+    lm_eval_path = lm_eval_output(folder, results_json(folder, "mix-a", 1, 100, tasks=(TASKS[1],)))
+    part = tmp_path / "sweep" / "results" / "mix-a" / "seed-1" / "step-000000100" / "part-x"
+    part.mkdir(parents=True)
+    checkpoint = {"run": "mix-a", "seed": 1, "step": 100, "tokens": 49_496, "path": str(folder), "revision": None}
+    info = {"benchmark": "sib", "language": "hau", "category": "NLU", "formulation": "MCF", "random_baseline": 0.2}
+    manifest = {"checkpoint": checkpoint, "tasks": [f"{TASKS[0]}|0"], "task_info": {TASKS[0]: info}}
+    (part / "part.json").write_text(json.dumps(manifest), encoding="utf-8")
+    (part / "results.json").write_text(json.dumps({"results": {f"{TASKS[0]}|0": {"acc": 0.5}}}), encoding="utf-8")
     with pytest.raises(CollectError) as caught:
         collect([tmp_path])
     message = str(caught.value)
     assert "1 checkpoint(s) of one seed have two token counts" in message
     assert "mix-a seed 1 step 100: 49,496" in message and "vs 50,000" in message
-    for path, folder in zip(paths, (first, second), strict=True):
-        assert str(path) in message and str(folder / "trainer_state.json") in message
-    with pytest.raises(LmEvalError, match="two token counts"):
-        read_scores(tmp_path)
+    for path in (lm_eval_path, folder / "trainer_state.json", part / "results.json", part / "part.json"):
+        assert str(path) in message, (path, message)
     # an explicit count per step resolves it (and says so)
     frame, _ = collect([tmp_path], tokens_per_step=500)
     assert set(frame["tokens"]) == {50_000}
+
+
+def test_two_copies_of_a_run_are_two_models_each_with_its_count(tmp_path: Path) -> None:
+    """Copies in two folders are two models (issue 25): two runs named by the folder that tells them apart."""
+    for root, tokens in (("a", 49_496), ("b", 50_000)):
+        folder = checkpoint_folder(tmp_path / root / "runs", "mix-a", 1, 100, tokens=tokens)
+        lm_eval_output(folder, results_json(folder, "mix-a", 1, 100, tasks=(TASKS[0],)))
+    frame, report = collect([tmp_path])
+    assert sorted(frame.select("run", "tokens").unique().rows()) == [("a/mix-a", 49_496), ("b/mix-a", 50_000)]
+    assert any("different models would share run 'mix-a'" in note for note in report.notes)
+    table, load = read_scores(tmp_path)
+    assert sorted(table["run"].unique()) == ["a/mix-a", "b/mix-a"]
+    assert any("different models" in note for note in load.notes)
 
 
 def test_output_path_ending_in_json_is_found_by_content(tmp_path: Path) -> None:

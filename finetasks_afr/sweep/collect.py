@@ -39,7 +39,13 @@ from analysis.lm_eval import (
 )
 from analysis.metrics import metric_info
 from analysis.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
-from finetasks_afr.sweep.discover import Checkpoint, token_override_note, tokens_origin
+from finetasks_afr.sweep.discover import (
+    Checkpoint,
+    DiscoveryError,
+    separate_models,
+    token_override_note,
+    tokens_origin,
+)
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
@@ -291,6 +297,13 @@ def collect(
                 raise CollectError(f"{error}; fix: repair or delete the file, or pass --skip-bad") from error
             report.skipped.append((str(path), str(error).removeprefix(f"{path}: ")))
     _check_one_setting(parsed)
+    try:
+        separated, notes = separate_models([result.checkpoint for result in parsed])
+    except DiscoveryError as error:
+        raise CollectError(str(error)) from error
+    for result, checkpoint in zip(parsed, separated, strict=True):
+        result.checkpoint = checkpoint
+    report.notes += notes
     known = _known_task_info(parsed, task_info, custom_tasks)
     rows, unknown, contributing = _latest_rows(parsed, known, report)
     source = ", ".join(map(str, roots))

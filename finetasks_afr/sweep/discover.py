@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from analysis.io import safe_file_name
@@ -220,6 +221,69 @@ def identity_from_path(path: str) -> tuple[str, int | None, int | None]:
         step = int(match.group(1)) if match else None
     run, seed = run_identity(directory.parent) if directory.parent != directory else (directory.name, None)
     return run, seed, step
+
+
+def model_root(checkpoint: Checkpoint) -> tuple[str, ...]:
+    """The path components of the model a checkpoint belongs to: its hub repository, or the folder holding its
+    checkpoint folder (the run's, or the seed's), normalised but not resolved (the folder may be gone)."""
+    if checkpoint.revision is not None:
+        return tuple(part for part in checkpoint.path.split("/") if part)
+    return Path(os.path.normpath(checkpoint.path)).parent.parts
+
+
+def _distinguishing_depth(groups: list[list[tuple[str, ...]]]) -> int | None:
+    """The depth, counted from the end of the model roots, of the one folder that tells colliding roots apart: in
+    every group the roots agree below it and differ at it (`llama-1b/mix-a/seed-1` and `gemma-2b/mix-a/seed-1`:
+    depth 3). None when the roots differ in more than their layout allows (`x/mix-a/seed-1`, `y/mix-a-seed1`)."""
+    shortest = min(len(root) for group in groups for root in group)
+    for depth in range(1, shortest + 1):
+        at_depth = [[root[-depth] for root in group] for group in groups]
+        if all(len(set(names)) == len(names) for names in at_depth):
+            return depth
+        if any(len(set(names)) > 1 for names in at_depth):
+            return None  # some roots already differ below a depth that would tell all apart
+    return None
+
+
+def separate_models(checkpoints: Sequence[Checkpoint]) -> tuple[list[Checkpoint], list[str]]:
+    """The checkpoints with each model in its own run where two models would share a (run, seed), and notes
+    saying so; for results collected from files, where the run was read from a path.
+
+    Runs are named from paths (`llama-1b/mix-a/seed-1/checkpoint-2` is run mix-a), so two different models whose
+    paths end alike would land on the same (run, seed, step): the newer file would then silently replace the other
+    as if it were a re-run, or both would mix into one training curve. A checkpoint's model is its root (the hub
+    repository, or the folder that holds its checkpoint folder); only results of the same root are one run. When
+    a (run, seed) has several roots, every checkpoint of that run is renamed `<folder>/<run>`, with the folder that
+    tells the roots apart (`llama-1b/mix-a`, `gemma-2b/mix-a`; `org-one/pythia-160m` for hub repositories), so
+    seeds of one model stay together. Models that no single folder tells apart are an error naming them.
+    """
+    roots: dict[tuple[str, int | None], dict[tuple[str, ...], str]] = {}
+    for c in checkpoints:
+        roots.setdefault((c.run, c.seed), {}).setdefault(model_root(c), c.path)
+    clashing = {key: found for key, found in roots.items() if len(found) > 1}
+    result = list(checkpoints)
+    notes = []
+    for run in sorted({run for run, _ in clashing}):
+        groups = [list(found) for (name, _), found in clashing.items() if name == run]
+        depth = _distinguishing_depth(groups)
+        if depth is None or depth < 2:
+            examples = [path for (name, _), found in clashing.items() if name == run for path in found.values()]
+            raise DiscoveryError(
+                f"results of {len(examples)} different models would all be run {run!r} with the same seed: "
+                f"{'; '.join(examples[:4])}; no one folder name tells them apart. Fix: collect each model into its "
+                "own table, or evaluate them with a sweep that names each run (NAME[:SEED]=PATH)"
+            )
+        renamed: dict[str, str] = {}
+        for index, c in enumerate(result):
+            root = model_root(c)
+            if c.run == run and depth <= len(root):
+                result[index] = replace(c, run=f"{root[-depth]}/{run}")
+                renamed.setdefault(result[index].run, str(Path(*root[: len(root) - depth + 1])))
+        notes.append(
+            f"results of different models would share run {run!r}; each is named by the folder that tells them "
+            "apart: " + ", ".join(f"{name} (from {where})" for name, where in sorted(renamed.items()))
+        )
+    return result, notes
 
 
 def _run_dirs(root: Path, depth: int = 2) -> list[Path]:

@@ -42,6 +42,8 @@ from finetasks_afr.sweep.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
 RESULTS_FILE = "results.json"
+RUN_NAME_FILE = "run.json"
+"""Beside each run's folder in results/: the run's original name (folder names are made path-safe)."""
 SETTINGS_FILE = "settings.json"
 
 RESULT_SETTINGS = {
@@ -192,11 +194,30 @@ class SweepStore:
             raise SweepStoreError(f"{staged_part}: no {PART_MANIFEST}; a part is committed only when complete")
         target_parent = self.checkpoint_dir(checkpoint)
         target_parent.mkdir(parents=True, exist_ok=True)
+        self._record_run_name(checkpoint)
         target = target_parent / name
         if target.exists():  # the same request evaluated twice (a race lost before the lock): keep the first
             raise SweepStoreError(f"{target}: already exists; the checkpoint was evaluated by another worker")
         staged_part.rename(target)
         return target
+
+    def _record_run_name(self, checkpoint: Checkpoint) -> None:
+        """Write the run's original name beside its folder (`results/<folder>/run.json`): the folder name is the
+        name made path-safe (`mix-_-1a2b3c4d` for `mix-α`), so a person browsing the store can tell which run it
+        holds; a record naming another run means two names share one folder, which must never pass silently."""
+        record = self.checkpoint_dir(checkpoint).parent.parent / RUN_NAME_FILE
+        if record.is_file():
+            try:
+                recorded = json.loads(record.read_text(encoding="utf-8")).get("run")
+            except (OSError, ValueError, AttributeError) as error:
+                raise SweepStoreError(f"{record}: unreadable ({error}); fix: delete it (it is rewritten)") from error
+            if recorded != checkpoint.run:
+                raise SweepStoreError(
+                    f"{record.parent}: holds run {recorded!r}, not {checkpoint.run!r}; two run names share one folder. "
+                    "Fix: rename one of the runs (NAME[:SEED]=PATH)"
+                )
+            return
+        atomic_write_text(record, json.dumps({"run": checkpoint.run}, ensure_ascii=False) + "\n")
 
     def recorded_settings(self) -> tuple[dict, Path] | None:
         """(settings, the file saying so): settings.json, else the first part manifest that records them."""
