@@ -136,6 +136,11 @@ def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Ex
     return fail(f"--out {out} could not be written ({error}); nothing was replaced; choose a writable directory")
 
 
+def waiting_note(line: str) -> None:
+    """The one line a command prints while another process holds its output (`analysis.io.output_lock`)."""
+    console.print(f"[yellow]note:[/] {escape(line)}")
+
+
 def wrote_line(out: Path, written: list[Path]) -> str:
     """What a command wrote, top level only (`suites/`, `figures/` for folders), from the paths it returned."""
     names: dict[str, None] = {}
@@ -153,5 +158,6 @@ __all__ = [
     "require_analysis_out",
     "require_output_dir",
     "require_output_file",
+    "waiting_note",
     "wrote_line",
 ]
