@@ -200,3 +200,30 @@ def test_models_that_cannot_be_told_apart_by_one_folder_are_a_named_error(tmp_pa
         collect([_results_of(tmp_path, models)], task_info=_info(tmp_path))
     message = str(raised.value)
     assert str(tmp_path / "y" / "mix-a-seed1") in message and "fix:" in message.lower()
+
+
+def _sweep_part(root: Path, checkpoint: Checkpoint, score: float) -> None:
+    part = root / "results" / checkpoint.key / "part-1"
+    part.mkdir(parents=True)
+    info = {"benchmark": "toy", "language": "yor", "category": "NLU", "formulation": "CF", "random_baseline": 0.25}
+    manifest = {"checkpoint": checkpoint.to_json(), "tasks": ["toy_cf|0"], "task_info": {"toy_cf": info}}
+    (part / PART_MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    (part / "results.json").write_text(json.dumps({"results": {"toy_cf|0": {"acc": score}}}), encoding="utf-8")
+
+
+def test_a_sweeps_named_run_kept_in_two_folders_stays_one_run(tmp_path: Path) -> None:
+    """`mix-a:1=/fast/ckpts` and `mix-a:1=/archive/ckpts` (disjoint steps): the sweep named the run; one run."""
+    for folder, step in (("fast", 2), ("archive", 1)):
+        path = str(make_checkpoint(tmp_path / folder / "ckpts" / f"checkpoint-{step}"))
+        _sweep_part(tmp_path / "sweep", Checkpoint("mix-a", 1, step, None, path), 0.1 * step)
+    frame, report = collect([tmp_path / "sweep"])
+    assert sorted(frame.select("run", "step").rows()) == [("mix-a", 1), ("mix-a", 2)]
+    assert not any("different models" in n for n in report.notes)
+
+
+def test_two_sweeps_naming_different_models_alike_become_two_runs(tmp_path: Path) -> None:
+    for model, score in (("llama-1b", 0.3), ("gemma-2b", 0.7)):
+        path = str(make_checkpoint(tmp_path / model / "ckpts" / "checkpoint-2"))
+        _sweep_part(tmp_path / f"sweep-{model}", Checkpoint("mix-a", 1, 2, None, path), score)
+    frame, _ = collect([tmp_path / "sweep-llama-1b", tmp_path / "sweep-gemma-2b"])
+    assert sorted(frame.select("run", "score").rows()) == [("gemma-2b/mix-a", 0.7), ("llama-1b/mix-a", 0.3)]

@@ -85,6 +85,7 @@ class _ResultFile:
     order: str  # sorts older before newer
     settings: dict | None = None  # a sweep part's result-changing settings
     lm_eval: bool = False  # an lm-evaluation-harness 0.4 file (analysis.lm_eval's task info applies)
+    from_sweep: bool = False  # a sweep part: its run was named at discovery, not read from a path
     notes: list[str] = field(default_factory=list)  # what reading it left out
     tokens_from: str = ""  # where the checkpoint's token count came from, for conflict messages
 
@@ -180,7 +181,8 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
         stamp = _TIMESTAMP.search(path.name)
         order = stamp.group(1) if stamp else ""
         origin = tokens_origin(checkpoint, tokens_per_step)
-    return _ResultFile(path, checkpoint, results, info, order, settings, tokens_from=origin)
+    from_sweep = manifest_path.is_file() and path.name == "results.json"
+    return _ResultFile(path, checkpoint, results, info, order, settings, tokens_from=origin, from_sweep=from_sweep)
 
 
 def _check_results(path: Path, results: dict) -> None:
@@ -298,7 +300,7 @@ def collect(
             report.skipped.append((str(path), str(error).removeprefix(f"{path}: ")))
     _check_one_setting(parsed)
     try:
-        separated, notes = separate_models([result.checkpoint for result in parsed])
+        separated, notes = separate_models([r.checkpoint for r in parsed], [r.from_sweep for r in parsed])
     except DiscoveryError as error:
         raise CollectError(str(error)) from error
     for result, checkpoint in zip(parsed, separated, strict=True):

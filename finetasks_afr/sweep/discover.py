@@ -245,22 +245,35 @@ def _distinguishing_depth(groups: list[list[tuple[str, ...]]]) -> int | None:
     return None
 
 
-def separate_models(checkpoints: Sequence[Checkpoint]) -> tuple[list[Checkpoint], list[str]]:
+def separate_models(
+    checkpoints: Sequence[Checkpoint], named: Sequence[bool] | None = None
+) -> tuple[list[Checkpoint], list[str]]:
     """The checkpoints with each model in its own run where two models would share a (run, seed), and notes
-    saying so; for results collected from files, where the run was read from a path.
+    saying so; for results collected from files. `named[i]` says checkpoint i's run was named by a sweep (its
+    manifest), not read from its path.
 
     Runs are named from paths (`llama-1b/mix-a/seed-1/checkpoint-2` is run mix-a), so two different models whose
     paths end alike would land on the same (run, seed, step): the newer file would then silently replace the other
     as if it were a re-run, or both would mix into one training curve. A checkpoint's model is its root (the hub
-    repository, or the folder that holds its checkpoint folder); only results of the same root are one run. When
-    a (run, seed) has several roots, every checkpoint of that run is renamed `<folder>/<run>`, with the folder that
-    tells the roots apart (`llama-1b/mix-a`, `gemma-2b/mix-a`; `org-one/pythia-160m` for hub repositories), so
-    seeds of one model stay together. Models that no single folder tells apart are an error naming them.
+    repository, or the folder that holds its checkpoint folder). A (run, seed) clashes when one of its steps comes
+    from two checkpoint folders (or repositories), or when runs read from paths come from two roots; a sweep's
+    named run may keep its checkpoints in several folders (its discovery already refused two per step). Every
+    checkpoint of a clashing run is renamed `<folder>/<run>`, with the folder that tells the roots apart
+    (`llama-1b/mix-a`, `gemma-2b/mix-a`; `org-one/pythia-160m` for hub repositories), so seeds of one model stay
+    together. Models that no single folder tells apart are an error naming them.
     """
+    flags = list(named) if named is not None else [False] * len(checkpoints)
     roots: dict[tuple[str, int | None], dict[tuple[str, ...], str]] = {}
-    for c in checkpoints:
+    path_roots: dict[tuple[str, int | None], set[tuple[str, ...]]] = {}
+    per_step: dict[tuple[str, int | None, int], set[tuple[str, str | None]]] = {}
+    for c, by_sweep in zip(checkpoints, flags, strict=True):
         roots.setdefault((c.run, c.seed), {}).setdefault(model_root(c), c.path)
-    clashing = {key: found for key, found in roots.items() if len(found) > 1}
+        if not by_sweep:
+            path_roots.setdefault((c.run, c.seed), set()).add(model_root(c))
+        per_step.setdefault((c.run, c.seed, c.step), set()).add((os.path.normpath(c.path), c.revision))
+    clash = {(run, seed) for (run, seed, _), found in per_step.items() if len(found) > 1}
+    clash |= {key for key, found in path_roots.items() if len(found) > 1}
+    clashing = {key: roots[key] for key in clash}
     result = list(checkpoints)
     notes = []
     for run in sorted({run for run, _ in clashing}):
