@@ -9,17 +9,24 @@ Directories: `staged_directory` builds a whole output directory in a hidden sibl
 build succeeded, so `select --out DIR` after a `kill -9` shows DIR exactly as the previous run left it, or exactly
 as the new run made it; never new `decisions.csv` beside an old report, never stale `suites/` from an older table.
 Leftovers of a killed run (`.<name>.staging-*`, `.<name>.old-*`, `.<name>.*.tmp`) are removed by the next run.
+
+Writers: `output_lock` is the one lock of an output (a directory or a file), a `flock` on `.<name>.lock` beside it
+that records who holds it. Every writer of an analysis output holds it, and staging recovery runs only under it,
+so a second writer never deletes the staging folder of a live one: it waits, saying who it waits for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import secrets
 import shutil
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +39,18 @@ OUTPUT_MARKER = ".finetasks-afr-output"
 
 class OutputDirectoryError(ValueError):
     """`--out` names a directory that must not be replaced (it holds files this project did not write)."""
+
+
+class OutputLockedError(OutputDirectoryError):
+    """Another live process writes the output; the message names it (pid@host and its command) and the fix."""
+
+    def __init__(self, target: Path, holder: str, waited: float) -> None:
+        self.target, self.holder = target, holder
+        waiting = f"waited {waited:.0f} s ({LOCK_WAIT_ENV}); " if waited > 0 else ""
+        super().__init__(
+            f"{target} is being written by another finetasks-afr process, {holder}; {waiting}nothing was written. "
+            f"Fix: rerun when that process has finished, or choose another output path"
+        )
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.+-]")
@@ -133,6 +152,165 @@ def remove_stale_temporaries(directory: Path) -> list[Path]:
     return removed
 
 
+LOCK_WAIT_ENV = "FINETASKS_AFR_LOCK_WAIT"
+DEFAULT_LOCK_WAIT = 600.0
+"""Seconds a writer waits for another to release its output before it gives up (named error, exit 2)."""
+_POLL_SECONDS = 0.1
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_held: dict[str, tuple[int, int]] = {}  # lock file -> (pid, depth) of the output locks this process holds
+
+
+def holder_name() -> str:
+    """This process as a lock records it, `pid@host`: enough to find it with `ps` or `kill` on that machine."""
+    return f"{os.getpid()}@{os.uname().nodename}"
+
+
+def _this_command() -> str:
+    """The command line of this process, shortened: `finetasks-afr select ... --out x` (one line, at most 300)."""
+    program = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("python")
+    name = program.parent.name if program.name == "__main__.py" else program.name  # python -m package
+    return _CONTROL.sub("?", " ".join([name, *sys.argv[1:]]))[:300]
+
+
+def _record(fd: int) -> None:
+    """Write `pid@host (command)` into a lock file this process has just locked (its previous record replaced)."""
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, f"{holder_name()} ({_this_command()})\n".encode())
+
+
+def lock_holder(path: Path) -> str | None:
+    """Who holds (or last held) the lock file `path`, as it recorded itself; None when it records nothing.
+
+    One line, control characters replaced: a command line may hold a newline, and the name goes into messages.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return _CONTROL.sub("?", text)[:400] or None
+
+
+@contextlib.contextmanager
+def try_lock(path: Path, record: bool = False) -> Iterator[bool]:
+    """Try to take the exclusive lock of `path` without waiting; yields whether it is held (released after).
+
+    With `record`, the holder writes `pid@host (command)` into the file, so that one who finds it taken can say by
+    whom (`lock_holder`). The file stays: these are lock files of a folder of locks (a sweep's `locks/`).
+    """
+    with Path(path).open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            if record:
+                _record(handle.fileno())
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def lock_file(target: Path) -> Path:
+    """The lock file of the output `target` (a directory or a file): `.<name>.lock` beside it.
+
+    Links and relative spellings are resolved first, so every way of naming one output finds one lock. Beside, not
+    inside: a staged directory is replaced whole, and a lock inside it would be swapped away with it. Only an
+    existing directory whose own folder this user cannot write (a sweep directory made by someone else under a
+    read-only folder) keeps its lock inside, as `.finetasks-afr.lock`.
+    """
+    target = Path(os.path.realpath(target))
+    if target.is_dir() and target.parent.is_dir() and not os.access(target.parent, os.W_OK | os.X_OK):
+        return target / ".finetasks-afr.lock"
+    return target.parent / f".{target.name}.lock"
+
+
+def lock_wait() -> float:
+    """Seconds to wait for the lock of an output: `$FINETASKS_AFR_LOCK_WAIT`, else `DEFAULT_LOCK_WAIT`."""
+    try:
+        return max(0.0, float(os.environ.get(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT)))
+    except ValueError:
+        return DEFAULT_LOCK_WAIT
+
+
+def _acquire(path: Path, target: Path, wait: float, on_wait: Callable[[str], None] | None) -> int:
+    """Lock `path` (waiting up to `wait` s) and record this process in it; the locked descriptor."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    noted = False
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = lock_holder(path)
+            waited = time.monotonic() - start
+            if waited >= wait:
+                raise OutputLockedError(target, holder or "which has not named itself", wait) from None
+            if on_wait is not None and not noted and (holder or waited > 1):  # its name comes a moment after its lock
+                on_wait(f"{target} is being written by {holder or 'another process'}; waiting for it to finish "
+                        f"(at most {wait:.0f} s, {LOCK_WAIT_ENV})")  # fmt: skip
+                noted = True
+            time.sleep(_POLL_SECONDS)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
+            on_disk, locked = path.stat(), os.fstat(fd)
+            same = (on_disk.st_dev, on_disk.st_ino) == (locked.st_dev, locked.st_ino)
+        except FileNotFoundError:
+            same = False
+        if same:
+            _record(fd)
+            return fd
+        os.close(fd)  # the holder removed the file as it let go: whoever locks the new one is next
+
+
+@contextlib.contextmanager
+def output_lock(
+    target: Path, *, wait: float | None = None, on_wait: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """Hold the one lock of the output `target` (a directory or a file) for the block; yields the lock file.
+
+    Every writer of an analysis output holds it (`select`, `aggregate`, `report`, `collect`, and a sweep for its
+    directory-level files), and staging recovery runs only under it: without it, two runs into one `--out` each
+    deleted the other's staging folder, and one swapped in a directory without its files. It is a `flock` of
+    `lock_file(target)`, released by the kernel when its process dies (so a killed holder never leaves it taken),
+    recording `pid@host (command)` so that a waiter can say whom it waits for.
+
+    A second writer waits rather than fails at once: two commands started together (a script, a Makefile with
+    -j) then both succeed, one after the other, as if run in turn. It says so once through `on_wait` and waits at
+    most `wait` seconds (default `lock_wait()`, 600 s or `$FINETASKS_AFR_LOCK_WAIT`), then raises
+    `OutputLockedError` naming the holder, a `OutputDirectoryError` the commands already turn into exit 2: a holder
+    stuck for ten minutes is worth a person's look, not an endless wait. The lock is re-entrant within a process
+    (the command holds it, and `staged_directory` inside takes it again), and the lock file is removed on release,
+    while still locked; a waiter that then wins the old file sees it is gone and locks the new one.
+    """
+    path = lock_file(target)
+    key = str(path)
+    pid, depth = _held.get(key, (0, 0))
+    if pid == os.getpid():  # this process holds it already (a forked child does not)
+        _held[key] = (pid, depth + 1)
+        try:
+            yield path
+        finally:
+            _held[key] = (pid, depth)
+        return
+    fd = _acquire(path, Path(target), lock_wait() if wait is None else wait, on_wait)
+    _held[key] = (os.getpid(), 1)
+    try:
+        yield path
+    finally:
+        del _held[key]
+        with contextlib.suppress(OSError):
+            path.unlink()
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
 def _leftovers(target: Path) -> list[Path]:
     parent = target.parent
     if not parent.is_dir():
@@ -149,11 +327,25 @@ def _remove(path: Path) -> None:
 
 
 def recover_directory(target: Path) -> None:
-    """Finish or undo a swap that a kill interrupted, and remove the staging leftovers.
+    """Finish or undo a swap that a kill interrupted, and remove the staging leftovers; only under `output_lock`.
 
     If `target` is missing but an `.old-*` copy exists, the kill came between the two renames of the swap: the old
-    directory is put back (all-old). Everything else (`.staging-*`, further `.old-*`) is deleted.
+    directory is put back (all-old). Everything else (`.staging-*`, further `.old-*`) is deleted. That is safe only
+    when no live process writes `target`: a staging folder is a leftover only if its writer is dead. So the lock is
+    held here (re-entered inside `staged_directory`, taken without waiting otherwise); when another live process
+    holds it, nothing is touched, since the staging folder there is that writer's, and the next writer to hold the
+    lock recovers whatever a dead one left.
     """
+    if not Path(target).parent.is_dir():
+        return
+    try:
+        with output_lock(target, wait=0):
+            _recover(target)
+    except OutputLockedError:
+        return
+
+
+def _recover(target: Path) -> None:
     leftovers = _leftovers(target)
     olds = sorted((p for p in leftovers if p.name.startswith(f".{target.name}.old-")), key=lambda p: p.stat().st_mtime)
     if not target.exists() and olds:
@@ -168,9 +360,13 @@ def staged_directory(target: Path) -> Iterator[Path]:
     """Yield an empty staging directory; on success it replaces `target` whole, on failure it is deleted.
 
     The swap is two renames (old target aside, staging in), then the old copy is deleted; `recover_directory` at
-    the start of the next run repairs a kill between the renames. `target` must be absent, empty, or a directory this
-    function made (it holds `OUTPUT_MARKER`): a user's own folder is never replaced. A `target` that is a symbolic
-    link stays one: its target directory is the one built and swapped.
+    the start of the next run repairs a kill between the renames. All of it, recovery included, holds
+    `output_lock(target)` (waiting for another writer of `target` first), so two runs into one directory replace
+    it one after the other instead of deleting each other's staging folders.
+
+    `target` must be absent, empty, or a directory this function made (it holds `OUTPUT_MARKER`): a user's own
+    folder is never replaced. A `target` that is a symbolic link stays one: its target directory is the one built
+    and swapped.
     """
     target = Path(target)
     if target.is_symlink():  # write into the link's target: replacing the link would leave its target untouched
@@ -178,42 +374,52 @@ def staged_directory(target: Path) -> Iterator[Path]:
     if target.exists() and not target.is_dir():
         raise OutputDirectoryError(f"{target} is a file, not a directory; choose a directory path")
     target.parent.mkdir(parents=True, exist_ok=True)
-    recover_directory(target)
-    if target.is_dir() and any(target.iterdir()) and not (target / OUTPUT_MARKER).is_file():
-        raise OutputDirectoryError(
-            f"{target} already holds files that finetasks-afr did not write (no {OUTPUT_MARKER} in it), and the "
-            "output directory is replaced whole; choose a new or empty directory"
-        )
-    token = f"{os.getpid()}-{secrets.token_hex(4)}"
-    staging = target.parent / f".{target.name}.staging-{token}"
-    staging.mkdir()
-    staging.chmod(0o777 & ~umask())
-    try:
-        (staging / OUTPUT_MARKER).write_text("written by finetasks-afr; this directory is replaced whole\n")
-        yield staging
-    except BaseException:
-        _remove(staging)
-        raise
-    old = target.parent / f".{target.name}.old-{token}"
-    if target.exists():
-        target.replace(old)
-    staging.replace(target)
-    fsync_directory(target.parent)
-    if old.exists():
-        _remove(old)
+    with output_lock(target):  # from recovery to swap: no other writer's recovery can delete the staging folder
+        recover_directory(target)
+        if target.is_dir() and any(target.iterdir()) and not (target / OUTPUT_MARKER).is_file():
+            raise OutputDirectoryError(
+                f"{target} already holds files that finetasks-afr did not write (no {OUTPUT_MARKER} in it), and "
+                "the output directory is replaced whole; choose a new or empty directory"
+            )
+        token = f"{os.getpid()}-{secrets.token_hex(4)}"
+        staging = target.parent / f".{target.name}.staging-{token}"
+        staging.mkdir()
+        staging.chmod(0o777 & ~umask())
+        try:
+            (staging / OUTPUT_MARKER).write_text("written by finetasks-afr; this directory is replaced whole\n")
+            yield staging
+        except BaseException:
+            _remove(staging)
+            raise
+        old = target.parent / f".{target.name}.old-{token}"
+        if target.exists():
+            target.replace(old)
+        staging.replace(target)
+        fsync_directory(target.parent)
+        if old.exists():
+            _remove(old)
 
 
 __all__ = [
+    "DEFAULT_LOCK_WAIT",
+    "LOCK_WAIT_ENV",
     "OUTPUT_MARKER",
     "OutputDirectoryError",
+    "OutputLockedError",
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
     "fsync_directory",
+    "holder_name",
+    "lock_file",
+    "lock_holder",
+    "lock_wait",
+    "output_lock",
     "recover_directory",
     "remove_stale_temporaries",
     "safe_file_name",
     "staged_directory",
+    "try_lock",
     "umask",
     "write_csv_atomic",
 ]

@@ -25,6 +25,7 @@ from analysis.io import (
     TMP_SUFFIX,
     OutputDirectoryError,
     atomic_write_text,
+    output_lock,
     staged_directory,
     write_csv_atomic,
 )
@@ -198,16 +199,18 @@ def output_directory(out_dir: Path) -> Iterator[Path]:
 
     A directory holding `decisions.csv` or `ranking.csv` and otherwise only names `select` or `aggregate`
     write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other.
-    Any other non-empty directory is refused by `staged_directory` with `OutputDirectoryError`.
+    Any other non-empty directory is refused by `staged_directory` with `OutputDirectoryError`. The adoption too
+    happens under the output's lock (`output_lock`, which `staged_directory` re-enters): a second writer waits.
     """
-    if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
-        entries = list(out_dir.iterdir())
-        names = {entry.name for entry in entries}
-        ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
-        if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
-            (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
-    with staged_directory(out_dir) as staging:
-        yield staging
+    with output_lock(out_dir):
+        if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
+            entries = list(out_dir.iterdir())
+            names = {entry.name for entry in entries}
+            ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
+            if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
+                (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
+        with staged_directory(out_dir) as staging:
+            yield staging
 
 
 def check_inside(root: Path, paths: list[Path]) -> None:

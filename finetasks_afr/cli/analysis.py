@@ -12,7 +12,7 @@ from rich.table import Table
 
 from analysis.aggregate import AggregateError
 from analysis.config import Config, ConfigError, load_config
-from analysis.io import OutputDirectoryError
+from analysis.io import OutputDirectoryError, output_lock
 from analysis.select import DecisionsError, read_decisions
 from analysis.table import LoadReport, ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
@@ -22,6 +22,7 @@ from finetasks_afr.cli.common import (
     fail,
     output_failure,
     require_analysis_out,
+    waiting_note,
     wrote_line,
 )
 
@@ -93,8 +94,9 @@ def select_command(
         def progress(what: str, done: int, total: int) -> None:
             bar.update(job, description=what, completed=done, total=total)
 
-        try:
-            output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
+        try:  # another writer of --out: wait for it, saying whom (or exit 2 naming it after the wait)
+            with output_lock(out, on_wait=waiting_note):
+                output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
         except (OSError, OutputDirectoryError) as error:
             raise output_failure(out, error) from error
     _print_summary(output.selection.decisions)
@@ -135,7 +137,7 @@ def aggregate_command(
     try:
         tasks = set(table.get_column("task").unique().to_list())
         chosen = None if decisions is None else read_decisions(decisions, tasks)
-        with console.status("aggregating"):
+        with console.status("aggregating"), output_lock(out, on_wait=waiting_note):
             result = run_aggregate(table, cfg, out, chosen)
     except (DecisionsError, AggregateError) as error:
         raise fail(str(error)) from error

@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from analysis.config import ConfigError, load_config
-from analysis.io import OutputDirectoryError
+from analysis.io import OutputDirectoryError, output_lock
 from analysis.table import ScoreTableError, read_scores
 from finetasks_afr.bundled import BUNDLED_SWEEP, config_for
 from finetasks_afr.cli.common import (
@@ -22,6 +22,7 @@ from finetasks_afr.cli.common import (
     fail,
     output_failure,
     require_analysis_out,
+    waiting_note,
     wrote_line,
 )
 
@@ -61,8 +62,9 @@ def report_command(
         raise fail(str(error)) from error
     console.print(f"[green]loaded[/] {load_report.summary()}")
     with console.status("statistics, selection, ranking, figures, report"):
-        try:
-            output = run_selection(table, load_report, cfg, out, figures=figures)
+        try:  # another writer of --out: wait for it, saying whom (or exit 2 naming it after the wait)
+            with output_lock(out, on_wait=waiting_note):
+                output = run_selection(table, load_report, cfg, out, figures=figures)
         except (OSError, OutputDirectoryError) as error:
             raise output_failure(out, error) from error
     kept, chosen = output.selection.kept.height, output.selection.decisions.filter("chosen").height

@@ -16,6 +16,7 @@ from finetasks_afr.cli.common import (
     require_device,
     require_output_dir,
     require_output_file,
+    waiting_note,
 )
 
 
@@ -159,10 +160,16 @@ def sweep_command(
         result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm, console=console)
     except (TaskListError, SweepStoreError) as error:
         raise fail(str(error)) from error
-    if result.held_elsewhere:
-        _warn_incomplete(out / "scores.parquet", result.held_elsewhere)
-    elif collect and any(o.status in ("evaluated", "skipped") or o.part for o in result.outcomes):
-        _collect_into(out, out / "scores.parquet", custom_tasks=spec.custom_tasks, skip_bad=False)
+    from analysis.io import OutputDirectoryError, output_lock
+
+    try:  # the table is a directory-level file: written under the directory's lock (other sweeps hold it briefly)
+        with output_lock(out, on_wait=waiting_note):
+            if result.held_elsewhere:
+                _warn_incomplete(out / "scores.parquet", result.held_elsewhere)
+            elif collect and any(o.status in ("evaluated", "skipped") or o.part for o in result.outcomes):
+                _collect_into(out, out / "scores.parquet", custom_tasks=spec.custom_tasks, skip_bad=False)
+    except OutputDirectoryError as error:
+        raise fail(str(error)) from error
     if result.failed:
         raise typer.Exit(code=1)
 
@@ -174,12 +181,16 @@ def _warn_incomplete(table: Path, held: list) -> None:
     partial scores.parquet ever exists; a previous one, which lacks what is being added now, is removed. The exit
     code stays 0: this run did its share, and the other run completes the table.
     """
+    from finetasks_afr.sweep.store import SweepStore
+
     stale = table.is_file()
     table.unlink(missing_ok=True)
     labels = escape(", ".join(c.label for c in held[:5]) + (", ..." if len(held) > 5 else ""))
+    store = SweepStore(table.parent)  # each claim records its holder: pid@host (command)
+    holders = escape("; ".join(sorted({store.claim_holder(c) or "unnamed" for c in held})))
     console.print(
-        f"[yellow]warning:[/] {len(held)} checkpoint(s) held by another process (another sweep over this --out is "
-        f"evaluating them: {labels}); {escape(table.name)} not written"
+        f"[yellow]warning:[/] {len(held)} checkpoint(s) held by another process (another sweep over this --out, "
+        f"{holders}, is evaluating them: {labels}); {escape(table.name)} not written"
         + (" (the previous one was removed)" if stale else "")
         + ", since it would lack them. The other run writes it when it finishes; if that run died, rerun this "
         "command to evaluate them and write the table."
@@ -187,13 +198,15 @@ def _warn_incomplete(table: Path, held: list) -> None:
 
 
 def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> None:
+    from analysis.io import OutputDirectoryError, output_lock
     from analysis.table import ScoreTableError, write_scores
     from finetasks_afr.sweep.collect import CollectError, collect
 
-    try:
-        frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
-        write_scores(frame, target)
-    except (CollectError, ScoreTableError) as error:
+    try:  # another writer of the table: wait for it, saying whom (or exit 2 naming it after the wait)
+        with output_lock(target, on_wait=waiting_note):
+            frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
+            write_scores(frame, target)
+    except (CollectError, ScoreTableError, OutputDirectoryError) as error:
         raise fail(str(error)) from error
     console.print(report.summary())
     console.print(f"[green]wrote[/] {target}")

@@ -27,7 +27,6 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from analysis.io import atomic_write_text
 from analysis.processes import die_with_parent
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, check_tasks, evaluate_shard
@@ -116,7 +115,7 @@ def write_summary(store: SweepStore, result: SweepResult) -> Path:
         "worker_startup_seconds": result.startup_seconds,
         "checkpoints": [o.to_json() for o in result.outcomes],
     }
-    return atomic_write_text(store.root / "summary.json", json.dumps(payload, indent=2) + "\n")
+    return store.write_file("summary.json", json.dumps(payload, indent=2) + "\n")  # under the directory's lock
 
 
 def summary_table(result: SweepResult) -> Table:

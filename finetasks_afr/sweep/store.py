@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from analysis.io import atomic_write_text
+from analysis.io import atomic_write_text, lock_holder, output_lock, try_lock
 from finetasks_afr.sweep.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
@@ -145,11 +145,19 @@ class SweepStore:
     # claiming and staging ---------------------------------------------------------------------------
     @contextlib.contextmanager
     def claim(self, checkpoint: Checkpoint) -> Iterator[bool]:
-        """Hold the checkpoint's lock for the block; yields False (and holds nothing) when someone else has it."""
+        """Hold the checkpoint's lock for the block; yields False (and holds nothing) when someone else has it.
+
+        The holder records `pid@host (command)` in the lock file, so that a sweep that finds the checkpoint taken
+        can name who evaluates it (`claim_holder`): on a shared directory, the other sweep may be another user's.
+        """
         path = self.lock_path(checkpoint)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with try_lock(path) as held:
+        with try_lock(path, record=True) as held:
             yield held
+
+    def claim_holder(self, checkpoint: Checkpoint) -> str | None:
+        """Who holds (or last held) the checkpoint's claim, as it recorded itself; None when nobody said."""
+        return lock_holder(self.lock_path(checkpoint))
 
     @contextlib.contextmanager
     def staging(self) -> Iterator[Path]:
@@ -236,12 +244,10 @@ class SweepStore:
     def record_settings(self, settings: dict) -> None:
         """Record the sweep's result-changing settings, or refuse ones that differ from those already recorded.
 
-        Checked and written under a lock, so two sweeps starting at once on a new directory cannot both record.
+        Checked and written under the directory's lock (`analysis.io.output_lock`, held only for this), so two
+        sweeps starting at once on a new directory cannot both record.
         """
-        lock_path = self.root / "locks" / "settings.lock"
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with lock_path.open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with output_lock(self.root):
             recorded = self.recorded_settings()
             differences = setting_differences(recorded[0], settings) if recorded else []
             if recorded and differences:
@@ -256,22 +262,16 @@ class SweepStore:
                 atomic_write_text(self.root / SETTINGS_FILE, json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
     def write_sweep_request(self, request: dict) -> None:
-        atomic_write_text(self.root / "sweep.json", json.dumps(request, indent=2, sort_keys=True) + "\n")
+        self.write_file("sweep.json", json.dumps(request, indent=2, sort_keys=True) + "\n")
 
+    def write_file(self, name: str, text: str) -> Path:
+        """Write a directory-level file (sweep.json, summary.json) atomically, under the directory's lock.
 
-@contextlib.contextmanager
-def try_lock(path: Path) -> Iterator[bool]:
-    """Try to take the exclusive lock of `path` without waiting; yields whether it is held (released after)."""
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        Sweeps over one directory cooperate (each checkpoint is claimed by one), so the lock is held for the write
+        only, never for a whole sweep; it orders these writes with those of any other writer of the directory.
+        """
+        with output_lock(self.root):
+            return atomic_write_text(self.root / name, text)
 
 
 def read_manifest(path: Path) -> dict:
