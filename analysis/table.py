@@ -39,6 +39,7 @@ from analysis.encoding import TextEncodingError, check_user_text_file
 from analysis.io import atomic_write
 from analysis.metrics import known_metric_help, metric_info
 from analysis.names import CONTROL_PATTERN, control_character_problem, describe_control_characters
+from analysis.write_errors import writing
 
 SCHEMA: dict[str, pl.DataType] = {
     "run": pl.String(),
@@ -1110,7 +1111,9 @@ def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
 
     The suffix picks the format (.parquet or .csv); parent folders are created. A failed write leaves any previous
     file untouched and no temporary file behind, and the file gets the permissions of a plain `open()`: all of that
-    is `atomic_write`'s job, so this function only validates and chooses the format. Returns validate's report.
+    is `atomic_write`'s job, so this function only validates and chooses the format. A write the system refuses
+    (full disk, file-size limit, ...) is raised as an OSError naming `path`, not as the ComputeError polars wraps
+    it in, so that callers name it (`analysis.write_errors`). Returns validate's report.
     """
     path = Path(path)
     writers: dict[str, Callable[[pl.DataFrame, Path], None]] = {
@@ -1121,5 +1124,6 @@ def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
     if suffix not in writers:
         raise ScoreTableError(f"{path}: cannot write '{path.suffix}'; fix: use a .parquet or .csv path")
     frame, report = validate(frame, source=f"{path} (writing)")
-    atomic_write(path, lambda tmp: writers[suffix](frame, tmp))
+    with writing(path):  # polars' ComputeError on a full disk becomes the OSError it wraps, naming `path`
+        atomic_write(path, lambda tmp: writers[suffix](frame, tmp))
     return report

@@ -18,7 +18,9 @@ hashed). Naming each file after its content makes changed rows a new path, hence
 Order of writes (each file atomic via `analysis.io`): data files first, the README last, then the data files the
 new README no longer lists are removed. The previous README keeps pointing at the previous files, which stay until
 the new README is in place, so a folder interrupted at any point is the whole old dataset or the whole new one;
-files of a failed write are removed again, and `.tmp` leftovers of a killed run are removed by the next one.
+files of a failed write are removed again, and so are the folders it made (a full disk leaves no empty config
+folder, nor an empty mirror root), and `.tmp` leftovers of a killed run are removed by the next one. A write the
+system refuses is raised as an OSError naming the file (`analysis.write_errors.writing`).
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from analysis.io import atomic_write_text, remove_stale_temporaries
+from analysis.write_errors import writing
 
 README_NAME = "README.md"
 DIGEST_LENGTH = 16
@@ -87,6 +90,36 @@ def front_matter(layout: Layout, features: Mapping[str, list[dict[str, Any]]] | 
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=1000) + "---\n"
 
 
+@contextlib.contextmanager
+def removed_if_failed(folder: Path) -> Iterator[None]:
+    """When the block fails, remove `folder` and the parents of it that the block made, as far as they are empty.
+
+    A writer that fails part-way (a full disk, a file-size limit) removes its files again; without this, the
+    folders it made for them stay, empty: a mirror root with nothing in it looks like a finished empty import.
+    Only folders that did not exist before the block are removed, and only when empty (`rmdir`).
+    """
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    try:
+        yield
+    except BaseException:
+        current = folder
+        while current != existing and current.is_relative_to(existing):
+            try:
+                current.rmdir()
+            except OSError:
+                break
+            current = current.parent
+        raise
+
+
+def _write_text(path: Path, text: str) -> None:
+    with writing(path):
+        atomic_write_text(path, text)
+
+
 def _check_name(kind: str, name: str, root: Path) -> None:
     if not _SAFE_NAME.fullmatch(name):
         raise LocalDatasetError(
@@ -121,7 +154,7 @@ def _write_data(root: Path, configs: Mapping[str, Mapping[str, Rows]], config_fo
             path = root / relative
             if not path.is_file():  # a file named after its content is already right
                 created.append(path)
-                atomic_write_text(path, text)
+                _write_text(path, text)
             layout.setdefault(config, {})[split] = relative
     return layout
 
@@ -151,20 +184,25 @@ def write_dataset_folder(
     loses its README: it is no dataset any more. Other files in `root` (e.g. a JSON beside the data) are kept.
     """
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    _clean_temporaries(root)
-    created: list[Path] = []
-    try:
-        layout = _write_data(root, configs, config_folders, created)
-        if layout:
-            body = card(layout) if callable(card) else card
-            atomic_write_text(root / README_NAME, front_matter(layout, features) + body)
-        else:
-            (root / README_NAME).unlink(missing_ok=True)
-    except BaseException:
-        for path in created:
-            path.unlink(missing_ok=True)
-        raise
+    with removed_if_failed(root):
+        root.mkdir(parents=True, exist_ok=True)
+        _clean_temporaries(root)
+        folders = {path for path in root.iterdir() if path.is_dir()}
+        created: list[Path] = []
+        try:
+            layout = _write_data(root, configs, config_folders, created)
+            if layout:
+                body = card(layout) if callable(card) else card
+                _write_text(root / README_NAME, front_matter(layout, features) + body)
+            else:
+                (root / README_NAME).unlink(missing_ok=True)
+        except BaseException:
+            for path in created:
+                path.unlink(missing_ok=True)
+            for folder in {path.parent for path in created} - folders - {root}:
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # made for this write, and empty again
+            raise
     _remove_stale(root, layout)
     return layout
 
@@ -176,5 +214,6 @@ __all__ = [
     "data_file_name",
     "front_matter",
     "json_line",
+    "removed_if_failed",
     "write_dataset_folder",
 ]

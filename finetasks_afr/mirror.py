@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from analysis.write_errors import ANYWHERE_ERRNOS, os_error_behind
 from finetasks_afr.local_dataset import Layout, write_dataset_folder
 from finetasks_afr.raw import RawImporter, Unit
 from finetasks_afr.sources import (
@@ -353,6 +354,13 @@ def _is_offline_error(error: BaseException) -> bool:
     return False
 
 
+def _disk_refused(error: BaseException) -> bool:
+    """A full disk (or quota, file-size limit, read-only mount) behind a hub download: it ends the whole mirror
+    with the named error, instead of failing every dataset in turn with the same words."""
+    cause = os_error_behind(error)
+    return cause is not None and cause.errno in ANYWHERE_ERRNOS
+
+
 def _script_hint(error: BaseException) -> str:
     if "scripts are no longer supported" in str(error).lower():
         return " (a loading-script repo: datasets>=4 cannot run it; try revision 'refs/convert/parquet')"
@@ -404,6 +412,8 @@ def mirror_from_hub(
         try:
             names = _hub_config_names(src)
         except Exception as error:
+            if _disk_refused(error):
+                raise
             if _is_offline_error(error):
                 raise HubUnreachableError(f"{OFFLINE_HINT} ({src.hub_repo}: {error})") from error
             report.errors.append(
@@ -427,6 +437,8 @@ def mirror_from_hub(
             try:
                 loaded = load_dataset(src.hub_repo, name, src.revision)
             except Exception as error:
+                if _disk_refused(error):
+                    raise
                 if _is_offline_error(error):
                     raise HubUnreachableError(f"{OFFLINE_HINT} ({src.hub_repo}/{name}: {error})") from error
                 report.errors.append(

@@ -6,7 +6,11 @@ such as "[monotonicity] min" (a config section) is printed as written instead of
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -14,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from analysis.io import OutputDirectoryError
+from analysis.write_errors import refused_write
 
 console = Console(stderr=True)
 TOKENS_PER_STEP_HELP = (
@@ -141,6 +146,66 @@ def waiting_note(line: str) -> None:
     console.print(f"[yellow]note:[/] {escape(line)}")
 
 
+def _mount_point(path: Path) -> Path:
+    """The mount point of the file system that holds `path` (or would hold it: its nearest existing folder)."""
+    current = Path(path).resolve()
+    while not current.exists() and current.parent != current:
+        current = current.parent
+    while not current.is_mount() and current.parent != current:
+        current = current.parent
+    return current
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return Path(path).resolve().is_relative_to(Path(folder).resolve())
+
+
+def write_failure(error: OSError, out: Path, *, kept: str, option: str = "--out") -> typer.Exit:
+    """The named error (exit 2) for a write the system refused mid-run: the file, what the system said, what was
+    kept, and the fix for that errno (free space on the mount, raise the file-size limit, ...).
+
+    Every writer ends on such an error with this one message, whatever it was writing: a full disk is no bug of
+    the command, a traceback would hide the one thing to act on (which file system, which folder), and the
+    writers already guarantee that nothing half-written replaced an old output, which `kept` says in the words of
+    the command. Another `option` is suggested only when the failed file lies under `out`.
+    """
+    path = Path(error.filename) if error.filename else out
+    number = error.errno or 0
+    meaning = f"{os.strerror(number)} ({errno.errorcode.get(number, number)})"
+    mount = _mount_point(path)
+    elsewhere = f", or choose another {option}" if _inside(path, out) else ""
+    if number in (errno.ENOSPC, errno.EDQUOT):
+        what = "space" if number == errno.ENOSPC else "space in your disk quota"
+        fix = f"free {what} on {mount}{elsewhere}"
+    elif number == errno.EFBIG:
+        soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        limit = (f"this process's file-size limit of {soft} bytes (`ulimit -f`)" if soft != resource.RLIM_INFINITY
+                 else f"the largest file the file system on {mount} holds (`ulimit -f` is unlimited)")  # fmt: skip
+        fix = f"the file outgrew {limit}: raise the limit with `ulimit -f unlimited`{elsewhere}"
+    elif number == errno.EROFS:
+        fix = f"{mount} is mounted read-only: remount it writable{elsewhere}"
+    elif number in (errno.EACCES, errno.EPERM):
+        folder = path if path.is_dir() else path.parent
+        fix = f"this user may not write in {folder}: make it writable (chmod u+w {folder}){elsewhere}"
+    else:
+        fix = f"check {path.parent}{elsewhere}"
+    return fail(f"could not write {path}: {meaning}; {kept}; fix: {fix}")
+
+
+@contextmanager
+def named_write_errors(out: Path, *, kept: str, option: str = "--out") -> Iterator[None]:
+    """Turn a write the system refused in the block (an OSError, or polars' wrapping of one) into `write_failure`."""
+    import polars as pl
+
+    try:
+        yield
+    except (OSError, pl.exceptions.PolarsError) as error:
+        cause = refused_write(error)
+        if cause is None:
+            raise
+        raise write_failure(cause, out, kept=kept, option=option) from None
+
+
 def wrote_line(out: Path, written: list[Path]) -> str:
     """What a command wrote, top level only (`suites/`, `figures/` for folders), from the paths it returned."""
     names: dict[str, None] = {}
@@ -153,11 +218,13 @@ def wrote_line(out: Path, written: list[Path]) -> str:
 __all__ = [
     "console",
     "fail",
+    "named_write_errors",
     "output_dir_problem",
     "output_failure",
     "require_analysis_out",
     "require_output_dir",
     "require_output_file",
     "waiting_note",
+    "write_failure",
     "wrote_line",
 ]

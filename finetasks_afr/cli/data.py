@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail, require_output_dir
+from finetasks_afr.cli.common import console, fail, named_write_errors, require_output_dir
 from finetasks_afr.sources import DATA_DIR_ENV, SOURCES
 
 if TYPE_CHECKING:
@@ -26,6 +26,12 @@ DatasetOpt = Annotated[
 ConfigOpt = Annotated[
     list[str] | None, typer.Option("--config", "-c", help="Only this config name (repeatable), e.g. hau_Latn.")
 ]
+
+
+MIRROR_KEPT = (
+    "the dataset being written kept its previous files (those written before it are complete and new), and no "
+    "partial file or empty folder is left"
+)
 
 
 def _check_keys(keys: list[str] | None) -> None:
@@ -86,7 +92,8 @@ def import_raw_command(
         raise fail(f"raw data folder not found: {src}")
     _check_keys(dataset)
     try:
-        report = _run(import_raw, src=src, out=out, datasets=dataset, configs=config)
+        with named_write_errors(out, kept=MIRROR_KEPT):
+            report = _run(import_raw, src=src, out=out, datasets=dataset, configs=config)
     except (MirrorError, RawFileError, LocalDatasetError, KeyError) as error:
         raise fail(str(error).strip("'\"")) from error
     _show(report)
@@ -100,7 +107,8 @@ def mirror_command(out: OutOpt, dataset: DatasetOpt = None, config: ConfigOpt = 
     require_output_dir(out)
     _check_keys(dataset)
     try:
-        report = _run(mirror_from_hub, out=out, datasets=dataset, configs=config)
+        with named_write_errors(out, kept=MIRROR_KEPT):
+            report = _run(mirror_from_hub, out=out, datasets=dataset, configs=config)
     except HubUnreachableError as error:
         raise fail(str(error), code=1) from error
     _show(report)
