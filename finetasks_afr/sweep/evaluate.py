@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
 from analysis.names import control_character_problem
+from analysis.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
 
@@ -47,6 +48,16 @@ DEFAULT_CUSTOM_TASKS = str(Path(__file__).resolve().parent.parent / "tasks.py")
 
 class TaskListError(ValueError):
     """A task list entry that is not `task`, `task|fewshot` or `suite|task|fewshot`."""
+
+
+class SweepWriteError(OSError):
+    """The system refused a write of the sweep (a full disk or quota, a file-size limit, a read-only mount, no
+    permission in the sweep directory): it ends the sweep with this error, naming the file.
+
+    Caught like any other error, it would fail the checkpoint and the sweep would go on to fail every later one
+    the same way, after loading each model, with a traceback in each log. The part in flight stays in `staging/`,
+    which is removed, so `results/` holds only complete parts and the same command resumes once there is room.
+    """
 
 
 def _task_file(spec: str | Path) -> Path | None:
@@ -271,11 +282,19 @@ class ForwardTimer:
             handle.remove()
 
 
+class _LogFile(logging.FileHandler):
+    """A checkpoint's log file that stays quiet when it cannot be written: on a full disk `logging` would print a
+    traceback for every record, burying the one error that ends the sweep (`SweepWriteError`)."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        pass
+
+
 @contextlib.contextmanager
 def log_to(path: Path) -> Iterator[None]:
     """Append everything logged (lighteval, transformers, ours) to `path` for the block."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path, encoding="utf-8")
+    handler = _LogFile(path, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     previous = root.level
@@ -373,7 +392,35 @@ class Evaluator:
     # ----------------------------------------------------------------------------------------------
     def evaluate(self, checkpoint: Checkpoint) -> Outcome:
         """Evaluate the checkpoint's pending tasks and commit them as one part; never raises for the checkpoint's
-        own failures (they become a failed Outcome with the reason, the traceback goes to its log)."""
+        own failures (they become a failed Outcome with the reason, the traceback goes to its log). A write the
+        system refuses is no failure of the checkpoint: it raises `SweepWriteError`, which ends the sweep."""
+        try:
+            return self._evaluate(checkpoint)
+        except SweepWriteError:
+            raise
+        except OSError as error:
+            refused = self._refused_write(error)
+            if refused is None:
+                raise
+            raise refused from error
+
+    def _refused_write(self, error: BaseException) -> SweepWriteError | None:
+        """`error` as a SweepWriteError when it is a write the system refused, else None.
+
+        A full disk, quota, file-size limit or read-only mount is one wherever it is met (the prediction cache, the
+        log, the part). A permission error is one only inside the sweep directory: an unreadable checkpoint is that
+        checkpoint's failure, and the sweep goes on with the others.
+        """
+        cause = os_error_behind(error)
+        if cause is None or cause.errno not in REFUSED_WRITE_ERRNOS:
+            return None
+        if cause.errno not in ANYWHERE_ERRNOS:
+            root = self.store.root.resolve()
+            if cause.filename is None or not Path(str(cause.filename)).resolve().is_relative_to(root):
+                return None
+        return SweepWriteError(cause.errno, cause.strerror, cause.filename)
+
+    def _evaluate(self, checkpoint: Checkpoint) -> Outcome:
         pending = self.store.pending_tasks(checkpoint, self.spec.tasks)
         if not pending:
             return Outcome(checkpoint, "skipped", "already evaluated")
@@ -401,6 +448,10 @@ class Evaluator:
             return self._evaluate_claimed(checkpoint, pending)
         except Exception as error:  # one bad checkpoint must not stop the sweep
             self._pipelines.clear()  # a pipeline that failed half-way is not reused
+            refused = self._refused_write(error)
+            if refused is not None:  # ... but a full disk does: every later checkpoint would fail the same way
+                logging.getLogger(__name__).error("stopped %s: %s", checkpoint.label, refused)
+                raise refused from error
             logging.getLogger(__name__).error("failed %s\n%s", checkpoint.label, traceback.format_exc())
             reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
             return Outcome(checkpoint, "failed", reason, pending)
@@ -574,7 +625,8 @@ class Evaluator:
             "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "timing": {**asdict(timing), "other": timing.other, "worker_startup": self.startup_seconds},
         }
-        atomic_write_text(part / PART_MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        with writing(part / PART_MANIFEST):
+            atomic_write_text(part / PART_MANIFEST, json.dumps(manifest, indent=2) + "\n")
 
 
 def evaluate_shard(

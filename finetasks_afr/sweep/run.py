@@ -28,8 +28,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from analysis.processes import die_with_parent
+from analysis.write_errors import writing
 from finetasks_afr.sweep.discover import Checkpoint
-from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, check_tasks, evaluate_shard
+from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, check_tasks, evaluate_shard
 from finetasks_afr.sweep.store import SweepStore
 
 if TYPE_CHECKING:
@@ -115,7 +116,8 @@ def write_summary(store: SweepStore, result: SweepResult) -> Path:
         "worker_startup_seconds": result.startup_seconds,
         "checkpoints": [o.to_json() for o in result.outcomes],
     }
-    return store.write_file("summary.json", json.dumps(payload, indent=2) + "\n")  # under the directory's lock
+    with writing(store.root / "summary.json"):  # a refused write names the file, not a temporary one
+        return store.write_file("summary.json", json.dumps(payload, indent=2) + "\n")  # under the directory's lock
 
 
 def summary_table(result: SweepResult) -> Table:
@@ -261,6 +263,8 @@ def _worker_main(parent: int, spec_json: dict, checkpoints_json: list[dict], eve
             on_done=lambda o: events.put(("done", o.to_json())),
         )
         events.put(("startup", startup))
+    except SweepWriteError as error:  # a full disk ends the sweep: the parent raises it, no traceback here
+        events.put(("refused", [error.errno, error.strerror, error.filename]))
     except BaseException as error:  # the parent turns the shard's unfinished checkpoints into failures
         events.put(("crash", f"{type(error).__name__}: {error}"))
         raise
@@ -281,6 +285,7 @@ def _run_workers(spec: SweepSpec, todo: list[Checkpoint], workers: int, bars: _P
     outcomes: dict[str, Outcome] = {}
     startups: list[float] = []
     crashes: list[str] = []
+    refused: list[list] = []  # a worker's SweepWriteError: errno, strerror, file name
 
     def drain(block: bool) -> None:
         try:
@@ -295,6 +300,8 @@ def _run_workers(spec: SweepSpec, todo: list[Checkpoint], workers: int, bars: _P
             bars.done(outcome, len(spec.tasks))
         elif kind == "startup":
             startups.append(payload)
+        elif kind == "refused":
+            refused.append(payload)
         else:
             crashes.append(payload)
 
@@ -304,6 +311,8 @@ def _run_workers(spec: SweepSpec, todo: list[Checkpoint], workers: int, bars: _P
         drain(block=False)
     for process in processes:
         process.join()
+    if refused:
+        raise SweepWriteError(*refused[0])
     reason = crashes[0] if crashes else "worker process died (exit code {})"
     for process, shard in zip(processes, shards, strict=True):
         for checkpoint in shard:
