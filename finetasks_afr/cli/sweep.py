@@ -13,10 +13,16 @@ from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,
     console,
     fail,
+    named_write_errors,
     require_device,
     require_output_dir,
     require_output_file,
     waiting_note,
+)
+
+SWEEP_KEPT = (
+    "the parts already in results/ were kept and nothing half-written was committed (the part in flight was "
+    "dropped); rerun the same command to resume"
 )
 
 
@@ -157,7 +163,9 @@ def sweep_command(
         setup=list(slurm_setup or []),
     )
     try:
-        result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm, console=console)
+        with named_write_errors(out, kept=SWEEP_KEPT):
+            result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm,
+                               console=console)  # fmt: skip
     except (TaskListError, SweepStoreError) as error:
         raise fail(str(error)) from error
     from analysis.io import OutputDirectoryError, output_lock
@@ -202,8 +210,9 @@ def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> Non
     from analysis.table import ScoreTableError, write_scores
     from finetasks_afr.sweep.collect import CollectError, collect
 
+    kept = f"any previous {target.name} was kept and no partial file is left"
     try:  # another writer of the table: wait for it, saying whom (or exit 2 naming it after the wait)
-        with output_lock(target, on_wait=waiting_note):
+        with named_write_errors(target, kept=kept), output_lock(target, on_wait=waiting_note):
             frame, report = collect([roots] if isinstance(roots, Path) else roots, **options)
             write_scores(frame, target)
     except (CollectError, ScoreTableError, OutputDirectoryError) as error:
