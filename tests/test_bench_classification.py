@@ -165,7 +165,12 @@ def test_injongointent4_offers_gold_and_three_distractors_in_every_form(rendered
             name = f"injongointent4_{language}_{form}"
             for doc in rendered[name]:
                 text = doc.query.split("\n")[1].split(":", 1)[1].strip()
-                options = doc.instruction.split("one of: ", 1)[1].rstrip(".").split(", ")
+                # each document shows its own four options (issue 26): CF on an "Intents:" line, else lettered
+                lines = doc.query.split("\n")
+                if form == "cf":
+                    options = next(x for x in lines if x.startswith("Intents: ")).removeprefix("Intents: ").split(", ")
+                else:
+                    options = [x.strip()[3:].lower() for x in lines if x.strip()[:3] in ("A. ", "B. ", "C. ", "D. ")]
                 assert len(options) == 4 and len(set(options)) == 4 and options.count(gold_of[text]) == 1
                 assert options[doc.gold_index[0]] == gold_of[text], name
                 if form == "mcf":

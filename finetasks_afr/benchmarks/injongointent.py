@@ -14,8 +14,18 @@ PYTHONHASHSEED (Python's `hash` is never used), and the gold's position is unifo
 Intents are shown as words (`book_flight` -> "book flight"): a log-likelihood task scores the option text as a
 continuation, and underscores are not how the words occur in running text, so they would add a tokenisation
 artefact to every option; lm-evaluation-harness keeps the underscores because its generative variant must match
-the label string exactly. The instruction names the task and the options offered, in English in both prompt
-variants (no human translations of the intent names exist here).
+the label string exactly. Words are in English in both prompt variants (no human translations of the intent
+names exist here).
+
+Where the options are shown. `injongointent` offers the same 40 intents to every document, so its instruction
+names them once. `injongointent4` offers each document its own four, and lighteval prints the instruction once,
+at the top of the prompt, above the few-shot examples: an instruction naming the evaluated document's four would
+be contradicted by every example, whose answer is usually not among them. So the instruction names no set
+("... as one of the intents listed with it"), and each document carries its own options inside its query, where
+every few-shot example shows them too: in MCF and hybrid the template's lettered options already are the
+document's four; in CF, which prints no options, the question body is the text followed by a line
+"Intents: a, b, c, d" (`adapter4_cf`). Every example's answer is then one of the options shown with it, at every
+k; the intent words and their order are those of `four_options`, unchanged.
 
 English has train and test only (no dev file in the release): its few-shot examples come from train, as in
 lm-evaluation-harness's injongointent_eng.yaml; every other language takes them from validation.
@@ -55,7 +65,18 @@ def words(intent: str) -> str:
 
 
 def instruction(options: list[str]) -> str:
+    """The instruction of `injongointent`: the same 40 intents for every document, so named once, here."""
     return "Classify the intent of the user's message as one of: " + ", ".join(options) + "."
+
+
+INSTRUCTION4 = "Classify the intent of the user's message as one of the intents listed with it."
+"""The instruction of `injongointent4`: no document-specific set (see the module docstring)."""
+OPTIONS_WORD = "Intents"
+
+
+def with_options(text: str, options: list[str]) -> str:
+    """The CF question body of `injongointent4`: the text, then the document's own four options on a line."""
+    return f"{text}\n{OPTIONS_WORD}: " + ", ".join(options)
 
 
 SOURCES = (
@@ -96,12 +117,18 @@ def four_options(text: str, gold: str) -> list[str]:
 
 
 def adapter4(line: dict) -> dict:
-    """The gold intent and three seeded distractors (CF, MCF, hybrid)."""
+    """The gold intent and three seeded distractors (MCF, hybrid: the template letters the document's options)."""
     text = required_text(line, "text")
     gold = INTENTS[label_index(line["intent"], INTENTS)]
     options = four_options(text, gold)
     shown = [words(intent) for intent in options]
-    return {"instruction": instruction(shown), "question": text, "choices": shown, "gold_idx": options.index(gold)}
+    return {"instruction": INSTRUCTION4, "question": text, "choices": shown, "gold_idx": options.index(gold)}
+
+
+def adapter4_cf(line: dict) -> dict:
+    """As `adapter4`, with the options written into the question body (CF prints no options of its own)."""
+    row = adapter4(line)
+    return {**row, "question": with_options(row["question"], row["choices"])}
 
 
 def few_shots_split_for(language: AfricanLanguage) -> str:
@@ -125,9 +152,10 @@ def _family(benchmark: str, row_adapter: Callable[[dict], dict], baseline: float
 
 
 FAMILY = _family("injongointent", adapter, 1 / len(INTENTS), ("cf",))
-FAMILY4 = _family("injongointent4", adapter4, 1 / N_OPTIONS, ("cf", "mcf", "hybrid"))
+FAMILY4_CF = _family("injongointent4", adapter4_cf, 1 / N_OPTIONS, ("cf",))
+FAMILY4 = _family("injongointent4", adapter4, 1 / N_OPTIONS, ("mcf", "hybrid"))
 
 
 def tasks() -> list[LightevalTaskConfig]:
     languages = covered_by("injongointent")
-    return family_tasks(FAMILY, languages) + family_tasks(FAMILY4, languages)
+    return family_tasks(FAMILY, languages) + family_tasks(FAMILY4_CF, languages) + family_tasks(FAMILY4, languages)
