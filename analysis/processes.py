@@ -1,20 +1,42 @@
-"""Worker processes that die with their parent: no orphan keeps writing after its command was killed.
+"""Processes of a command: workers that die with their parent, and Ctrl-C or SIGTERM as one line, not tracebacks.
 
-`kill -9` of a command gives its pool workers no chance to be told; they are re-parented (to init or a
-subreaper) and, left alone, run their queue to the end, writing figures or evaluating checkpoints nobody will
-collect. `die_with_parent` (a pool initializer) starts a daemon thread in the worker that watches the parent's pid
-and ends the worker within `POLL_SECONDS` of the parent's death. A thread and not Linux's `PR_SET_PDEATHSIG`:
-that signal fires when the *thread* that forked the worker exits, which in a `ProcessPoolExecutor` is not the
-process's lifetime, and it exists only on Linux.
+**Dying with the parent.** `kill -9` of a command gives its pool workers no chance to be told; they are re-parented
+(to init or a subreaper) and, left alone, run their queue to the end, writing figures or evaluating checkpoints
+nobody will collect. `die_with_parent` (a pool initializer) starts a daemon thread in the worker that watches the
+parent's pid and ends the worker within `POLL_SECONDS` of the parent's death. A thread and not Linux's
+`PR_SET_PDEATHSIG`: that signal fires when the *thread* that forked the worker exits, which in a
+`ProcessPoolExecutor` is not the process's lifetime, and it exists only on Linux.
+
+**Interrupts.** A terminal sends Ctrl-C's SIGINT to the whole process group: every worker used to raise its own
+KeyboardInterrupt and print a traceback, and a second Ctrl-C during the parent's shutdown added the parent's. So a
+worker is the parent's to stop: `quiet_child` (the first line of a worker; `die_with_parent` calls it too) ignores
+SIGINT, and `starting_children` keeps SIGINT blocked while workers are spawned, so that a Ctrl-C during a worker's
+start-up (seconds of imports) waits unseen and is then discarded. The parent runs `handle_interrupts`: the first
+SIGINT or SIGTERM terminates its multiprocessing children and raises `Interrupted` (a KeyboardInterrupt, so every
+`finally` and staged write unwinds as for Ctrl-C); a second is noted and ignored while that shutdown runs; a third
+ends the process at once. `run_interruptible` (around the CLI) turns the interrupt into one line on stderr and the
+shell's exit code, 128 + the signal: 130 for SIGINT, 143 for SIGTERM. What the line says beyond the signal is the
+command's (`set_interrupt_note`): a sweep says that its store is consistent and a rerun resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.process import BaseProcess
+from types import FrameType
+from typing import TypeVar
 
 POLL_SECONDS = 0.5
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+FORCE_AFTER = 3  # the third signal ends the process without waiting for its shutdown
+DEFAULT_NOTE = "stopped before it finished; rerun the same command"
+T = TypeVar("T")
 
 
 def _watch(parent: int) -> None:
@@ -25,11 +47,202 @@ def _watch(parent: int) -> None:
 
 
 def die_with_parent() -> None:
-    """Make the current (child) process exit once its parent process is gone; call it first thing in the child."""
+    """Make the current (child) process exit once its parent process is gone; call it first thing in the child.
+
+    It also makes the child quiet on Ctrl-C (`quiet_child`): its parent stops it.
+    """
     parent = os.getppid()
     if parent <= 1:  # already orphaned before the watch could start
         os._exit(1)
+    quiet_child()
     threading.Thread(target=_watch, args=(parent,), name="die-with-parent", daemon=True).start()
 
 
-__all__ = ["POLL_SECONDS", "die_with_parent"]
+# --------------------------------------------------------------------------------------------------
+# Interrupts
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM received by a command that runs `handle_interrupts`."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
+class _State:
+    """What the handler has seen. Module state: a process has one set of signal handlers."""
+
+    def __init__(self) -> None:
+        self.installed = False
+        self.received: list[int] = []
+        self.raised = False  # an Interrupted is on its way up
+        self.deferring = 0  # inside `starting_children`: note, raise at its end
+        self.reported = False
+        self.note = DEFAULT_NOTE
+
+
+_state = _State()
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def set_interrupt_note(note: str) -> None:
+    """What the interrupt line says after the signal's name: the state the command leaves and how to go on."""
+    _state.note = note
+
+
+def interrupt_received() -> int | None:
+    """The first SIGINT or SIGTERM this process received since `handle_interrupts`, or None."""
+    return _state.received[0] if _state.received else None
+
+
+def interrupt_exit_code() -> int:
+    """The shell's code for a command ended by the first signal received: 128 + its number."""
+    return 128 + (interrupt_received() or signal.SIGINT)
+
+
+def _report() -> None:
+    """Print the interrupt's one line on stderr, once."""
+    if _state.reported:
+        return
+    _state.reported = True
+    line = f"interrupted ({signal_name(interrupt_received() or signal.SIGINT)}): {_state.note}"
+    with contextlib.suppress(OSError, ValueError):  # stderr closed or gone: the exit code still tells
+        print(line, file=sys.stderr, flush=True)
+
+
+def _stop_children() -> None:
+    """Ask every multiprocessing child of this process to end (SIGTERM); they ignore the terminal's SIGINT."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        with contextlib.suppress(OSError, ValueError, AssertionError):
+            child.terminate()
+
+
+def _interrupt(signum: int) -> None:
+    _state.raised = True
+    _stop_children()
+    raise Interrupted(signum)
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    _state.received.append(signum)
+    if len(_state.received) >= FORCE_AFTER:  # the user insists: no more waiting for the shutdown
+        _stop_children()
+        _report()
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os._exit(interrupt_exit_code())
+    if _state.raised or _state.deferring:
+        return  # a shutdown is under way (or children are being started): not again, not there
+    _interrupt(signum)
+
+
+def handle_interrupts() -> None:
+    """Route SIGINT and SIGTERM of this process to `Interrupted` (see the module's docstring). Idempotent.
+
+    Only from the main thread (Python runs signal handlers there); elsewhere it does nothing.
+    """
+    if _state.installed or threading.current_thread() is not threading.main_thread():
+        return
+    for signum in SIGNALS:
+        signal.signal(signum, _on_signal)
+    _state.installed = True
+
+
+def run_interruptible(command: Callable[[], T]) -> T:
+    """Run `command` with `handle_interrupts`; an interrupt ends the process with its one line and exit code.
+
+    An interrupt reaches here as `Interrupted` (or any KeyboardInterrupt), or as SystemExit(130), which is what
+    click and typer make of a KeyboardInterrupt inside a command. Either way the line is printed once and the exit
+    code is that of the first signal: 130 for SIGINT, 143 for SIGTERM. A SystemExit with another code (the command
+    ended on its own, with an error of its own) stays as it is.
+    """
+    handle_interrupts()
+    try:
+        return command()
+    except KeyboardInterrupt:
+        if not _state.received:  # a KeyboardInterrupt without a signal (raised by code): it still means Ctrl-C
+            _state.received.append(signal.SIGINT)
+        _state.raised = True
+        _report()
+        raise SystemExit(interrupt_exit_code()) from None
+    except SystemExit as exit_:
+        if exit_.code == 128 + signal.SIGINT and _state.raised:
+            _report()
+            raise SystemExit(interrupt_exit_code()) from None
+        raise
+    finally:
+        _state.raised = True  # the command is over: a late Ctrl-C must not raise into interpreter shutdown
+
+
+@contextlib.contextmanager
+def starting_children() -> Iterator[None]:
+    """Start worker processes inside this: they begin with SIGINT blocked (the mask is inherited through spawn's
+    fork and exec), until `quiet_child` ignores it; a signal to this process meanwhile is held and raised after.
+
+    Without it, a Ctrl-C while a spawned worker imports its modules is that worker's KeyboardInterrupt traceback,
+    and a parent interrupted inside `Process.start` may lose the handle of a worker it has already forked.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _state.deferring += 1
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a SIGINT held meanwhile is handled now: noted
+        _state.deferring -= 1
+        if _state.received and not _state.raised and not _state.deferring:
+            _interrupt(_state.received[0])
+
+
+def quiet_child() -> None:
+    """In a worker process: ignore SIGINT (the terminal's Ctrl-C reaches the whole group; the parent stops its
+    workers), and unblock it, discarding one held since `starting_children`. SIGTERM keeps its default: it ends the
+    worker at once, with nothing printed."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def stop_processes(processes: Sequence[BaseProcess], grace: float = 5.0) -> None:
+    """Terminate the started processes still running, wait up to `grace` seconds for them, then kill the rest.
+
+    For a parent leaving early (interrupted, or failing): no worker may outlive it, and none is left a zombie.
+    """
+    started = [p for p in processes if p.pid is not None]
+    for process in started:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + grace
+    for process in started:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in started:
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
+__all__ = [
+    "DEFAULT_NOTE",
+    "POLL_SECONDS",
+    "Interrupted",
+    "die_with_parent",
+    "handle_interrupts",
+    "interrupt_exit_code",
+    "interrupt_received",
+    "quiet_child",
+    "run_interruptible",
+    "set_interrupt_note",
+    "signal_name",
+    "starting_children",
+    "stop_processes",
+]

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from analysis.processes import die_with_parent
+from analysis.processes import die_with_parent, starting_children, stop_processes
 from analysis.write_errors import writing
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, check_tasks, evaluate_shard
@@ -247,7 +247,8 @@ def _worker_main(parent: int, spec_json: dict, checkpoints_json: list[dict], eve
     """Entry point of a local worker process: evaluate a shard, report each checkpoint on the queue.
 
     The worker dies with the sweep (`die_with_parent`): a killed sweep must not leave workers evaluating to the end.
-    A parent already gone before this line (killed while the worker was starting) is caught by its pid.
+    A parent already gone before this line (killed while the worker was starting) is caught by its pid. It ignores
+    Ctrl-C, which the terminal sends to the whole process group: the parent stops it (SIGTERM), no traceback here.
     """
     if os.getppid() != parent:
         os._exit(1)
@@ -280,8 +281,25 @@ def _run_workers(spec: SweepSpec, todo: list[Checkpoint], workers: int, bars: _P
         context.Process(target=_worker_main, args=(os.getpid(), spec.to_json(), [c.to_json() for c in shard], events))
         for shard in shards
     ]
-    for process in processes:
-        process.start()
+    with starting_children():  # a Ctrl-C while a worker starts up waits, unseen by the worker
+        for process in processes:
+            process.start()
+    try:
+        return _gather(spec, todo, shards, processes, events, bars)
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM) or failing: no worker outlives the sweep
+        stop_processes(processes)
+        raise
+
+
+def _gather(
+    spec: SweepSpec,
+    todo: list[Checkpoint],
+    shards: list[list[Checkpoint]],
+    processes: list,
+    events: multiprocessing.Queue,
+    bars: _Progress,
+) -> SweepResult:
+    """Follow the workers' events until every worker has ended; the outcomes of the whole sweep."""
     outcomes: dict[str, Outcome] = {}
     startups: list[float] = []
     crashes: list[str] = []
