@@ -162,6 +162,9 @@ def sweep_command(
         qos=slurm_qos,
         setup=list(slurm_setup or []),
     )
+    from analysis.processes import set_interrupt_note
+
+    set_interrupt_note("the sweep store is consistent; rerun the same command to resume")  # parts commit by rename
     try:
         with named_write_errors(out, kept=SWEEP_KEPT):
             result = run_sweep(spec, found.checkpoints, executor=executor, workers=workers, slurm=slurm,
