@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,17 @@ import pytest
 from analysis.io import (
     OUTPUT_MARKER,
     OutputDirectoryError,
+    OutputLockedError,
     atomic_write,
     atomic_write_text,
+    holder_name,
+    lock_file,
+    lock_holder,
+    output_lock,
     recover_directory,
     remove_stale_temporaries,
     staged_directory,
+    try_lock,
 )
 
 
@@ -118,3 +126,62 @@ def test_an_empty_existing_directory_and_a_file_target(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(OutputDirectoryError, match="is a file"), staged_directory(tmp_path / "file"):
         pass
+
+
+# ---------------------------------------------------------------------------------------- one lock per output
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from analysis.io import output_lock
+with output_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(300)
+"""
+
+
+def test_the_output_lock_sits_beside_the_output_names_its_holder_and_goes_with_it(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    assert lock_file(out) == lock_file(link) == lock_file(tmp_path / "." / "out") == tmp_path / ".out.lock"
+    with output_lock(out) as path:
+        assert path == tmp_path / ".out.lock"
+        assert (lock_holder(path) or "").startswith(holder_name() + " (")
+        with output_lock(link), staged_directory(out) as staging:  # re-entrant within the process
+            (staging / "a").write_text("a")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "out"], "the lock file was left"
+
+
+def test_a_held_output_is_refused_naming_the_holder_after_the_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        notes: list[str] = []
+        named = f"{holder.pid}@{os.uname().nodename}"
+        with pytest.raises(OutputLockedError, match=named) as caught, output_lock(out, wait=1, on_wait=notes.append):
+            pass
+        assert "waited 1 s" in str(caught.value) and isinstance(caught.value, OutputDirectoryError)  # exit 2
+        assert len(notes) == 1 and f"{holder.pid}@" in notes[0] and "waiting" in notes[0], notes
+        monkeypatch.setenv("FINETASKS_AFR_LOCK_WAIT", "0")
+        with pytest.raises(OutputLockedError, match="nothing was written"), staged_directory(out):
+            pass  # staged_directory takes the same lock
+        assert not out.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    with output_lock(out, wait=0):  # the kernel let go of the dead holder's lock: no stale lock blocks
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_try_lock_records_its_holder_for_those_who_find_it_taken(tmp_path: Path) -> None:
+    path = tmp_path / "claim.lock"
+    with try_lock(path, record=True) as held:
+        assert held
+        with try_lock(path) as again:
+            assert not again  # flock: per open file, so a second open in one process is refused too
+        assert (lock_holder(path) or "").startswith(holder_name())

@@ -33,16 +33,19 @@ CLI = Path(sys.executable).parent / "finetasks-afr"
 HOST = os.uname().nodename
 ENV = {**os.environ, "MPLBACKEND": "Agg"}
 
-# `finetasks-afr` with the analysis slowed down inside its staging folder by $SLOW_S seconds: the window in which a
-# second writer's staging recovery used to delete the folder (kept short enough for six trials under a minute).
-SLOW_CLI = """
+# `finetasks-afr` whose analysis, inside its staging folder, waits until the file $RELEASE exists (30 s at most):
+# the window in which a second writer's staging recovery used to delete the folder, opened exactly as long as needed.
+HELD_CLI = """
 import os, sys, time
+from pathlib import Path
 import analysis.pipeline as pipeline
 analyse = pipeline.analyse
-def slow(*args, **kwargs):
-    time.sleep(float(os.environ.get("SLOW_S", "0")))
+def held(*args, **kwargs):
+    deadline = time.monotonic() + 30
+    while not Path(os.environ["RELEASE"]).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
     return analyse(*args, **kwargs)
-pipeline.analyse = slow
+pipeline.analyse = held
 from finetasks_afr.cli import app
 sys.argv[0] = "finetasks-afr"
 app()
@@ -69,6 +72,12 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+def _start(command: list[str], **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, env={**ENV, "COLUMNS": "400", **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -82,32 +91,41 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
 
 def test_two_selects_into_one_out_both_finish_with_a_complete_output(tmp_path: Path) -> None:
     """Before the fix the second run's recovery deleted the first run's staging folder: the first swapped in a
-    directory without its marker (or failed with ENOENT). Now the second waits for the first, then replaces it."""
+    directory without its marker (or failed with ENOENT). Now the second waits for the first, then replaces it.
+
+    The first run is held inside its staging folder. In even trials it is let go once the second run waits for it
+    (or, before the fix, has finished): the overlap every time. In odd trials it is let go at once, after a delay
+    that differs per trial: the two race as they would, unaided.
+    """
     for trial in range(6):
         parent = tmp_path / f"trial-{trial}"
         parent.mkdir()
-        out = parent / "out"
+        out, release = parent / "out", tmp_path / f"release-{trial}"
         args = ["select", str(BUNDLED_SWEEP), "--out", str(out), "--no-figures"]
-        first = subprocess.Popen(
-            [sys.executable, "-c", SLOW_CLI, *args],
-            env={**ENV, "SLOW_S": "2.5"},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        first = _start([sys.executable, "-c", HELD_CLI, *args], RELEASE=str(release))
         _wait_for(lambda: any(".out.staging-" in p.name for p in parent.iterdir()))  # noqa: B023 (called at once)
-        time.sleep(0.1 * trial)  # the second run starts at another moment of the first's writing in each trial
-        second = subprocess.run([str(CLI), *args], env=ENV, capture_output=True, text=True, timeout=120)
-        first_output, _ = first.communicate(timeout=120)
-        for code, output in ((first.returncode, first_output), (second.returncode, second.stdout + second.stderr)):
-            assert code == 0, (trial, output)
+        second = _start([str(CLI), *args])
+        assert second.stderr is not None
+        seen = ""
+        if trial % 2 == 0:
+            while "waiting" not in seen and (line := second.stderr.readline()):
+                seen += line
+        else:
+            time.sleep(0.1 * trial)
+        release.touch()
+        outputs = [
+            (first, "".join(first.communicate(timeout=120))),
+            (second, seen + "".join(second.communicate(timeout=120))),
+        ]
+        for process, output in outputs:
+            assert process.returncode == 0, (trial, output)
             assert "ENOENT" not in output and "No such file" not in output and "Traceback" not in output, output
         assert (out / OUTPUT_MARKER).is_file(), f"trial {trial}: the output lost its marker"
-        assert (out / "decisions.csv").is_file() and (out / "report.md").is_file(), sorted(
-            p.name for p in out.iterdir()
-        )
+        assert {"decisions.csv", "report.md", "suites"} <= {p.name for p in out.iterdir()}, trial
         assert _leftovers(parent) == [], f"trial {trial}"
         assert sorted(p.name for p in parent.iterdir()) == ["out"], "a lock file or staging folder was left"
+        if trial % 2 == 0:
+            assert f"{first.pid}@{HOST}" in _squeezed(seen), seen  # the second run's note names the first
 
 
 # --------------------------------------------------------------------------------------------------
