@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import shutil
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +37,8 @@ import numpy as np
 
 from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
-from finetasks_afr.local_dataset import write_dataset_folder
+from analysis.write_errors import writing
+from finetasks_afr.local_dataset import removed_if_failed, write_dataset_folder
 
 SCHEMA = "finetasks-afr/longppl"
 VERSION = 1
@@ -459,12 +462,38 @@ def _card(language: str) -> str:
 
 def write_prepared(payload: dict[str, Any], root: Path) -> Path:
     """Write the JSON, then the task's dataset folder beside it (`test-<content digest>.jsonl` and the README, by
-    `finetasks_afr.local_dataset`, which removes the data files of earlier runs). Every write is atomic."""
+    `finetasks_afr.local_dataset`, which removes the data files of earlier runs). Every write is atomic.
+
+    The two belong together (the task reads the folder, `load_longppl_file` the JSON), so a failure of either (a
+    full disk, a file-size limit) keeps the previous pair: the previous JSON is kept under a second name (a hard
+    link: no data is copied, so this works on a full disk) until the dataset folder is complete, and put back when
+    it is not. The folders this call made are removed again on a failure.
+    """
     folder = language_dir(root, payload["language"])
-    validate(payload, folder / JSON_NAME)  # never write a file that would not read back
-    json_path = atomic_write_text(folder / JSON_NAME, json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+    json_path = folder / JSON_NAME
+    validate(payload, json_path)  # never write a file that would not read back
+    previous = folder / f".{JSON_NAME}.previous"
     language = payload["language"]
-    write_dataset_folder(folder, {language: {SPLIT: task_rows(payload)}}, card=_card(language), config_folders=False)
+    with removed_if_failed(folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        previous.unlink(missing_ok=True)
+        if json_path.is_file():
+            try:
+                os.link(json_path, previous)
+            except OSError:  # a file system without hard links
+                shutil.copy2(json_path, previous)
+        try:
+            with writing(json_path):
+                atomic_write_text(json_path, json.dumps(payload, ensure_ascii=False, indent=1) + "\n")
+            write_dataset_folder(folder, {language: {SPLIT: task_rows(payload)}}, card=_card(language),
+                                 config_folders=False)  # fmt: skip
+        except BaseException:
+            if previous.is_file():
+                previous.replace(json_path)
+            else:
+                json_path.unlink(missing_ok=True)
+            raise
+        previous.unlink(missing_ok=True)
     return json_path
 
 

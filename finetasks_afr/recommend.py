@@ -787,12 +787,14 @@ def write_output(
     import polars as pl
 
     from analysis.io import atomic_write_text, write_csv_atomic
+    from analysis.write_errors import writing
 
     path = Path(path)
     rows = result_rows(recommendation)
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return write_csv_atomic(pl.DataFrame(rows, infer_schema_length=None), path)
+        with writing(path):  # polars reports a full disk as an OSError without an errno: this names both
+            return write_csv_atomic(pl.DataFrame(rows, infer_schema_length=None), path)
     if suffix == ".json":
         document = {
             "direction": DIRECTION,
@@ -801,7 +803,8 @@ def write_output(
             "settings": recommendation.settings,
             "agreement": agreements or {},
         }
-        return atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        with writing(path):
+            return atomic_write_text(path, json.dumps(document, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     raise RecommendError(
         f"--out {path}: unknown format {path.suffix!r}; use a {' or '.join(OUTPUT_SUFFIXES)} file name"
     )

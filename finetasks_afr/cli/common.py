@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from analysis.io import OutputDirectoryError
-from analysis.write_errors import refused_write
+from analysis.write_errors import ANYWHERE_ERRNOS, refused_write
 
 console = Console(stderr=True)
 TOKENS_PER_STEP_HELP = (
@@ -194,7 +194,11 @@ def write_failure(error: OSError, out: Path, *, kept: str, option: str = "--out"
 
 @contextmanager
 def named_write_errors(out: Path, *, kept: str, option: str = "--out") -> Iterator[None]:
-    """Turn a write the system refused in the block (an OSError, or polars' wrapping of one) into `write_failure`."""
+    """Turn a write the system refused in the block (an OSError, or polars' wrapping of one) into `write_failure`.
+
+    A permission error is taken for a refused write only under `out` (or naming no file): elsewhere it is a file
+    the command could not read (a model, a raw file), which is no write and is left to its own handling.
+    """
     import polars as pl
 
     try:
@@ -202,6 +206,8 @@ def named_write_errors(out: Path, *, kept: str, option: str = "--out") -> Iterat
     except (OSError, pl.exceptions.PolarsError) as error:
         cause = refused_write(error)
         if cause is None:
+            raise
+        if cause.errno not in ANYWHERE_ERRNOS and cause.filename and not _inside(Path(str(cause.filename)), out):
             raise
         raise write_failure(cause, out, kept=kept, option=option) from None
 

@@ -9,7 +9,14 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail, require_device, require_model_location, require_output_dir
+from finetasks_afr.cli.common import (
+    console,
+    fail,
+    named_write_errors,
+    require_device,
+    require_model_location,
+    require_output_dir,
+)
 from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
 
 longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -50,8 +57,11 @@ def prepare_command(
     require_model_location(embedder, "--embedder")
     require_device(device)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    kept = (
+        "the previous longppl.json and dataset of that language were kept, and no partial file or empty folder is left"
+    )
     try:
-        with Progress(*columns, console=console, transient=True) as bar:
+        with named_write_errors(out, kept=kept), Progress(*columns, console=console, transient=True) as bar:
             task = bar.add_task("loading models", total=None)
 
             def progress(done: int, total: int, label: str) -> None:

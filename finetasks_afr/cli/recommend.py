@@ -17,7 +17,7 @@ from rich.table import Table
 
 from finetasks_afr import recommend as rec
 from finetasks_afr.cli.common import console as err_console
-from finetasks_afr.cli.common import fail, require_device, require_output_file
+from finetasks_afr.cli.common import fail, named_write_errors, require_device, require_output_file
 from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
 
 ModelOpt = Annotated[
@@ -196,7 +196,8 @@ def recommend_command(
             _agreements(recommendation, reference, reference_order == "higher", rbo_p) if reference is not None else {}
         )
         if out is not None:
-            rec.write_output(out, recommendation, agreements)
+            with named_write_errors(out, kept=f"any previous {out.name} was kept and no partial file is left"):
+                rec.write_output(out, recommendation, agreements)
     except (rec.RecommendError, ReferenceFileError) as error:
         raise fail(str(error)) from None
     _show(recommendation, agreements, settings.ci_level, out)
