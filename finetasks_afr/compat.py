@@ -62,6 +62,31 @@ Bug 3: rolling log-likelihood, i.e. every perplexity metric (`word_perplexity`, 
     `ModelResponse.logprobs` holds the one sum, `output_tokens` the scored tokens, `input_tokens` the prefix and
     the tokens, `argmax_logits_eq_gold` whether every token was the model's greedy choice.
 
+Fix 5: 0-shot-only tasks asked with k > 0 (issue 26, item 4).
+    A perplexity task (`flores_ppl_*`, `belebele_ppl_*`) has no few-shot examples: its documents are texts without
+    choices or gold, and the perplexity metrics count the words and bytes of the query only. Asked as `task|5`,
+    lighteval 0.13 takes its few-shot pool from another split (or the evaluation split) and its balanced sampler
+    dies on the first document, `as_list(instance.get_golds())[0]` on `choices=None`: `TypeError: 'NoneType' object
+    is not subscriptable`, after the datasets are loaded, with nothing naming the task. The task definition marks
+    such a task once (`limit_fewshot(config, 0, reason)`, kept in `FEWSHOT_LIMITS` by task name, so a copy made by
+    `dataclasses.replace` or lighteval's registry keeps it); the sweep's task check asks `fewshot_limit_problem`,
+    and, for the plain lighteval CLI and Python API, `LightevalTask.__init__` raises `FewShotLimitError` (a
+    ValueError naming the task, its maximum few-shot count and the fix) when the config asks for more. lighteval
+    builds every task before it loads the model, so the error comes before any model loads.
+
+Fix 6: option case (issue 26, item 5). lighteval's templates pass every option, question and context through
+    `formatting_utils.capitalize` (and continuations through `fix_capitalization`, which may `decapitalize`), which
+    changes the first character whatever it is: "mRNA, tRNA and ribosomes" becomes "MRNA, tRNA and ribosomes", "pH
+    of the muscle" "PH of the muscle", "p = 4" "P = 4", and a continuation "DNA ..." "dNA ...". The fix replaces
+    `capitalize` and `decapitalize` in `formatting_utils` and in every template module that imported them by name
+    (their prompt functions look the names up at call time, so prompt functions built before `apply()` get the fix
+    too) with versions that leave the text unchanged when its case carries meaning (`case_carries_meaning`): the
+    first word holds an upper-case letter after its first character (mRNA, pH, acetyl-CoA, i-pH, kwe-DNA), or it is
+    a single letter used as a symbol (followed by punctuation, by a token that is not a word, or by nothing: "p = 4",
+    "a. and c."). A plain lower-case word ("strength.", "book flight") is still capitalised as lighteval does: its
+    case says nothing, and the prompts stay lighteval's. On the Bridging-the-Gap MMLU test files this keeps the case
+    of 7-19 options per language (tests/test_option_case.py).
+
 What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
       method; wrapping outside the cache also repairs responses read back from a cache written before the fix):
@@ -79,6 +104,10 @@ What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT
       datasets, torch threads): 20-40 s per perplexity metric in a demo sweep worker on 2 cores, about 4 minutes
       per checkpoint for 9 trivial sums. The replacement draws the same resamples (`random.Random(seed).choices`,
       same order) and evaluates them in-process: the identical stderr in milliseconds.
+    - `lighteval.tasks.lighteval_task.LightevalTask.__init__`: fix 5, refuses a config asking for more few-shot
+      examples than its task allows.
+    - `capitalize` / `decapitalize` of `lighteval.tasks.templates.utils.formatting_utils` and of the template
+      modules multichoice, continuation, hellaswag, nli, copa, translation (where they import them): fix 6.
     Nothing else: `_loglikelihood_tokens`, batching, truncation and the log-probabilities of the multiple-choice
     path stay lighteval's. Other backends (vLLM, endpoints, ...) are not patched: their PMI metrics still raise
     and their perplexities are what they are.
@@ -88,8 +117,10 @@ series known broken; `AFFECTED_SERIES`), and (2) a cheap check finds the bug: fo
 `_loglikelihood_tokens` still holds the -1 padding or the double slice; for bug 2 the transformers backend's
 source never mentions `unconditioned_query`, and `LoglikelihoodAcc(LogProbPMINorm()).compute` still raises on a
 response that carries `unconditioned_logprobs`; for bug 3 the rolling branch of `_loglikelihood_tokens` still
-gathers from the unshifted logits; for fix 4 `_bootstrap_internal.__call__` still opens `mp.Pool(`.
-Otherwise the fix steps aside and says so in the log. The
+gathers from the unshifted logits; for fix 4 `_bootstrap_internal.__call__` still opens `mp.Pool(`; for fix 5
+lighteval's balanced few-shot sampler still raises TypeError on a pool of documents without gold; for fix 6
+`capitalize("mRNA")` is still "MRNA" and the multiple-choice template still capitalises every answer. Otherwise
+the fix steps aside and says so in the log. The
 environment variable `FINETASKS_AFR_LIGHTEVAL_COMPAT` overrides: `off` (or `0`) applies nothing, `force` skips
 the version guard (the behavioural checks still run).
 """
@@ -118,14 +149,26 @@ FIX_TOKEN_NORM = "acc_norm_token"
 FIX_PMI = "acc_norm_pmi"
 FIX_ROLLING = "loglikelihood_rolling"
 FIX_BOOTSTRAP = "stderr_bootstrap_pool"
-FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING, FIX_BOOTSTRAP)
+FIX_FEWSHOT_LIMIT = "fewshot_limit"
+FIX_OPTION_CASE = "option_case"
+FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING, FIX_BOOTSTRAP, FIX_FEWSHOT_LIMIT, FIX_OPTION_CASE)
+# The modules whose `capitalize` / `decapitalize` fix 6 replaces (each only where it has the name).
+CASE_MODULES = (
+    "lighteval.tasks.templates.utils.formatting_utils",
+    "lighteval.tasks.templates.multichoice",
+    "lighteval.tasks.templates.continuation",
+    "lighteval.tasks.templates.hellaswag",
+    "lighteval.tasks.templates.nli",
+    "lighteval.tasks.templates.copa",
+    "lighteval.tasks.templates.translation",
+)
 _COMPAT_MARK = "__finetasks_afr_compat__"
 
 # Score each distinct (unconditioned prompt, choice) once per call. False: once per document (benchmarks only).
 UNCONDITIONED_DEDUP = True
 
 # (owner class, attribute name) -> original attribute, for every attribute currently patched.
-_ORIGINALS: dict[tuple[type, str], Any] = {}
+_ORIGINALS: dict[tuple[Any, str], Any] = {}  # owner: a class, or a module (fix 6)
 _ACTIVE: set[str] = set()
 # Task names with a PMI metric in the pipeline run under way; None outside a pipeline run (= score every doc).
 _PMI_TASKS: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar(
@@ -220,6 +263,43 @@ def bootstrap_pool_present() -> bool:
     return source is not None and "mp.Pool(" in source
 
 
+def zero_shot_sampler_bug_present() -> bool:
+    """lighteval's balanced few-shot sampler raises TypeError on a pool of documents without choices or gold (what
+    a perplexity task's splits give it when asked for k > 0)."""
+    from types import SimpleNamespace
+
+    from lighteval.tasks.prompt_manager import FewShotSampler, FewShotSelection
+    from lighteval.tasks.requests import Doc
+
+    pool = [Doc(query=f"text {i}", choices=None, gold_index=None) for i in range(3)]  # type: ignore[arg-type]
+    sampler = FewShotSampler.__new__(FewShotSampler)
+    sampler.task = SimpleNamespace(fewshot_docs=lambda: list(pool), name="probe")  # type: ignore[assignment]
+    sampler.few_shots_select = FewShotSelection.balanced
+    sampler.few_shots_split = None
+    sampler._fewshot_cache = {}
+    state = random.getstate()  # the balanced sampler seeds the global generator
+    try:
+        FewShotSampler._init_fewshot_sampling_balanced(sampler, num_fewshot=1, variance_seed=0)
+    except TypeError:
+        return True
+    finally:
+        random.setstate(state)
+    return False
+
+
+def option_case_bug_present() -> bool:
+    """lighteval's `capitalize` upper-cases any first character, and the multiple-choice template applies it to
+    every answer."""
+    import importlib
+
+    formatting_utils = importlib.import_module(CASE_MODULES[0])
+    multichoice = importlib.import_module("lighteval.tasks.templates.multichoice")
+    if _original(formatting_utils, "capitalize")("mRNA") != "MRNA":
+        return False
+    source = _source(multichoice.get_mcq_prompt_function)
+    return source is None or "capitalize(fix_ending_punct(str(answer)" in "".join(source.split())
+
+
 def pmi_metric_bug_present() -> bool:
     """LoglikelihoodAcc under LogProbPMINorm ignores ModelResponse.unconditioned_logprobs (it raises)."""
     from lighteval.metrics.metrics_sample import LoglikelihoodAcc
@@ -239,7 +319,7 @@ def pmi_metric_bug_present() -> bool:
 # ------------------------------------------------------------------------------------------ apply / restore
 
 
-def _original(owner: type, name: str) -> Any:
+def _original(owner: Any, name: str) -> Any:
     return _ORIGINALS.get((owner, name), owner.__dict__.get(name, getattr(owner, name)))
 
 
@@ -254,7 +334,7 @@ def _wraps_ours(function: Any) -> bool:
     return False
 
 
-def _patch(owner: type, name: str, make_wrapper: Callable[[Any], Any]) -> None:
+def _patch(owner: Any, name: str, make_wrapper: Callable[[Any], Any]) -> None:
     """Wrap `owner.name`, once. The first original is kept for `restore()` even when something else (a test's
     spy, another library) has since wrapped or replaced our wrapper and `apply()` runs again: then our wrapper
     goes on top of theirs, and the recorded original stays lighteval's own."""
@@ -295,6 +375,12 @@ _PROBES: tuple[tuple[str, Callable[[], bool], str], ...] = (
         "_loglikelihood_tokens no longer scores rolling tokens with unshifted logits",
     ),
     (FIX_BOOTSTRAP, lambda: bootstrap_pool_present(), "_bootstrap_internal no longer starts a process pool"),
+    (
+        FIX_FEWSHOT_LIMIT,
+        lambda: zero_shot_sampler_bug_present(),
+        "the few-shot sampler no longer raises TypeError on documents without gold",
+    ),
+    (FIX_OPTION_CASE, lambda: option_case_bug_present(), "the templates no longer capitalise every option"),
 )
 
 
@@ -342,6 +428,18 @@ def _install() -> None:
         from lighteval.metrics.utils.stderr import _bootstrap_internal
 
         _patch(_bootstrap_internal, "__call__", _replace_bootstrap_call)
+    if FIX_FEWSHOT_LIMIT in _ACTIVE:
+        from lighteval.tasks.lighteval_task import LightevalTask
+
+        _patch(LightevalTask, "__init__", _wrap_task_init)
+    if FIX_OPTION_CASE in _ACTIVE:
+        import importlib
+
+        for module_name in CASE_MODULES:
+            module = importlib.import_module(module_name)
+            for name in ("capitalize", "decapitalize"):
+                if name in module.__dict__:
+                    _patch(module, name, _wrap_case_change)
     if FIX_PMI in _ACTIVE:
         from lighteval.pipeline import Pipeline
 
@@ -688,3 +786,90 @@ def _replace_bootstrap_call(original: Callable) -> Callable:
         return [self.metric(draw) for draw in bootstrap_draws(population, seed, self.number_draws)]
 
     return call
+
+
+# ------------------------------------------------------------------------- fix 5: 0-shot-only tasks, k > 0
+
+
+class FewShotLimitError(ValueError):
+    """A task asked with more few-shot examples than it allows (a 0-shot-only task with k > 0)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class FewShotLimit:
+    """How many few-shot examples a task allows, and why no more."""
+
+    maximum: int
+    reason: str
+
+
+# Task name -> its limit; filled by the task definitions (`limit_fewshot`), read by the sweep and by fix 5.
+FEWSHOT_LIMITS: dict[str, FewShotLimit] = {}
+
+
+def limit_fewshot(config: Any, maximum: int, reason: str) -> Any:
+    """Mark `config`'s task as allowing at most `maximum` few-shot examples (0: 0-shot only); returns `config`."""
+    FEWSHOT_LIMITS[config.name] = FewShotLimit(maximum, reason)
+    return config
+
+
+def fewshot_limit(name: str) -> FewShotLimit | None:
+    """The limit of task `name` (None: as many as its few-shot split holds)."""
+    return FEWSHOT_LIMITS.get(name)
+
+
+def fewshot_limit_problem(name: str, requested: int) -> str | None:
+    """Why `name|requested` cannot run, or None when it can."""
+    limit = fewshot_limit(name)
+    if limit is None or requested <= limit.maximum:
+        return None
+    allowed = "0-shot only" if limit.maximum == 0 else f"at most {limit.maximum}-shot"
+    return (
+        f"task {name} asked with {requested} few-shot examples, but it is {allowed} (maximum few-shot count "
+        f"{limit.maximum}): {limit.reason}; fix: ask for {name}|{limit.maximum}"
+    )
+
+
+def _wrap_task_init(original: Callable) -> Callable:
+    """Fix 5: refuse the config before lighteval builds the task (and so before any dataset or model loads)."""
+
+    @functools.wraps(original)
+    def __init__(self, config, *args, **kwargs):  # noqa: N807 (it replaces LightevalTask.__init__)
+        problem = fewshot_limit_problem(config.name, int(getattr(config, "num_fewshots", 0) or 0))
+        if problem is not None:
+            raise FewShotLimitError(problem)
+        return original(self, config, *args, **kwargs)
+
+    return __init__
+
+
+# ------------------------------------------------------------------------------------- fix 6: option case
+
+
+def case_carries_meaning(text: str) -> bool:
+    """Changing the case of `text`'s first character could change what it says: its first word has an upper-case
+    letter after its first character (mRNA, pH, acetyl-CoA, i-pH), or is a single letter used as a symbol (followed
+    by punctuation, by a token that is not a word, or by nothing: "p = 4", "x", "a. and c. above")."""
+    words = text.split()
+    if not words:
+        return False
+    first = words[0]
+    if any(character.isupper() for character in first[1:]):
+        return True
+    if not first[0].isalpha():
+        return False
+    if len(first) > 1:  # one letter and marks or digits only: "a.", "b)", "x²", "p=4"
+        return not any(character.isalpha() for character in first[1:])
+    return len(words) == 1 or not words[1][0].isalpha()
+
+
+def _wrap_case_change(original: Callable) -> Callable:
+    """Fix 6: lighteval's capitalize / decapitalize, except where the text's case carries meaning."""
+
+    @functools.wraps(original)
+    def change_case(word):
+        if isinstance(word, str) and case_carries_meaning(word):
+            return word
+        return original(word)
+
+    return change_case

@@ -294,6 +294,8 @@ ALL_FIXES = {
     "acc_norm_pmi": "applied",
     "loglikelihood_rolling": "applied",
     "stderr_bootstrap_pool": "applied",
+    "fewshot_limit": "applied",  # issue 26: tests/test_zero_shot_only.py
+    "option_case": "applied",  # issue 26: tests/test_option_case.py
 }
 
 
@@ -349,6 +351,8 @@ def test_bug_checks_see_the_installed_lighteval():
     assert compat.pmi_metric_bug_present()
     assert compat.rolling_bug_present()
     assert compat.bootstrap_pool_present()
+    assert compat.zero_shot_sampler_bug_present()
+    assert compat.option_case_bug_present()
 
 
 def weighted_perplexity(items):

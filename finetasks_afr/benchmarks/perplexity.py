@@ -12,8 +12,12 @@ text are skipped and counted. Metrics: lighteval's `word_perplexity`, `byte_perp
 lower is better). The words and bytes they count are those of `Doc.query`, which is exactly the text scored:
 `len(re.split(r"\\s+", text))` is the number of words of a cleaned text (single spaces, trimmed), and
 `original_query` is left unset. Scored by `loglikelihood_rolling`, which is broken in lighteval 0.13 and fixed by
-`finetasks_afr.compat` (bug 3: each token scored once, the first conditioned on BOS, else EOS). Use 0-shot only:
-few-shot examples would be scored with the text but not counted by the metrics.
+`finetasks_afr.compat` (bug 3: each token scored once, the first conditioned on BOS, else EOS).
+
+0-shot only: few-shot examples would be scored with the text but not counted by the metrics, and the documents
+have no gold for lighteval's sampler (which dies with a TypeError on them). Every task is marked so where it is
+defined (`compat.limit_fewshot(config, 0, ...)`, in `_config`): the sweep's task check and lighteval's own task
+building (compat fix 5) then refuse `task|k` with k > 0 by name, before any model loads.
 
 Task metadata:
 - category GEN: the model is scored as a generator of the language's text, with no choices and no prompt words;
@@ -34,6 +38,7 @@ from lighteval.metrics.metrics import Metrics
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
+from finetasks_afr import compat
 from finetasks_afr.benchmarks.common import TaskInfo, build_config, required_text, skipping, task_name
 from finetasks_afr.languages import AfricanLanguage, covered_by
 
@@ -42,6 +47,10 @@ CATEGORY = "GEN"
 NO_RANDOM_BASELINE = math.nan
 METRICS = (Metrics.word_perplexity, Metrics.byte_perplexity, Metrics.bits_per_byte)
 METRIC_NAMES = ("word_perplexity", "byte_perplexity", "bits_per_byte")
+ZERO_SHOT_REASON = (
+    "a perplexity task scores each text alone: its documents have no answer to show as an example, and the "
+    "perplexity metrics would count the words and bytes of the text but score the examples too"
+)
 
 
 def text_of(field: str) -> Callable[[dict], str]:
@@ -104,11 +113,11 @@ def _config(
     prompt_function: Callable[[str], Callable[[dict, str], Doc | None]],
     splits: tuple[str, ...],
 ) -> LightevalTaskConfig:
-    """One task: `<benchmark>_<iso3>`, 0-shot on the test split, metadata in TASK_INFO."""
+    """One task: `<benchmark>_<iso3>`, 0-shot only (marked) on the test split, metadata in TASK_INFO."""
     name = task_name(benchmark, language.iso3, None, "native")
     subset = language.codes[dataset]
     info = TaskInfo(benchmark, language.iso3, CATEGORY, FORMULATION, NO_RANDOM_BASELINE, "native", dataset, subset)
-    return build_config(
+    config = build_config(
         name=name,
         info=info,
         prompt_function=prompt_function(name),
@@ -117,6 +126,7 @@ def _config(
         few_shots_split=None,
         hf_avail_splits=splits,
     )
+    return compat.limit_fewshot(config, 0, ZERO_SHOT_REASON)
 
 
 def flores_tasks() -> list[LightevalTaskConfig]:

@@ -141,6 +141,7 @@ def check_tasks(spec: SweepSpec) -> None:
     known = sorted({config.name for config in getattr(module, "TASKS_TABLE", [])})
     unknown = [task.split("|")[0] for task in spec.tasks if task.split("|")[0] not in known]
     if not unknown:
+        check_fewshot_limits(spec.tasks)
         return
     described = []
     for name in unknown[:5]:
@@ -152,6 +153,23 @@ def check_tasks(spec: SweepSpec) -> None:
         f"{spec.custom_tasks}; fix the names, or pass --custom-tasks with the module that defines them "
         "(--builtin-tasks for lighteval's own)"
     )
+
+
+def check_fewshot_limits(tasks: list[str]) -> None:
+    """A `TaskListError` naming every `task|k` whose task allows fewer than k few-shot examples (a 0-shot-only
+    perplexity task asked with k > 0; the limits are set where the tasks are defined, `compat.limit_fewshot`), so
+    that it is refused before any model loads instead of dying in lighteval's sampler (issue 26)."""
+    from finetasks_afr.compat import fewshot_limit_problem
+
+    found = []
+    for task in tasks:
+        parts = task.split("|")  # task, task|k or suite|task|k (entries are normalised to task|k)
+        k = int(parts[-1]) if len(parts) > 1 and parts[-1].isdigit() else 0
+        problem = fewshot_limit_problem(parts[-2] if len(parts) > 1 else parts[0], k)
+        if problem is not None:
+            found.append(problem)
+    if found:
+        raise TaskListError("--tasks: " + "; ".join(found))
 
 
 @dataclass
