@@ -303,7 +303,6 @@ def _gather(
     outcomes: dict[str, Outcome] = {}
     startups: list[float] = []
     crashes: list[str] = []
-    refused: list[list] = []  # a worker's SweepWriteError: errno, strerror, file name
 
     def drain(block: bool) -> None:
         try:
@@ -318,8 +317,8 @@ def _gather(
             bars.done(outcome, len(spec.tasks))
         elif kind == "startup":
             startups.append(payload)
-        elif kind == "refused":
-            refused.append(payload)
+        elif kind == "refused":  # a full disk ends the sweep now: the other workers are stopped, not waited for
+            raise SweepWriteError(*payload)
         else:
             crashes.append(payload)
 
@@ -329,8 +328,6 @@ def _gather(
         drain(block=False)
     for process in processes:
         process.join()
-    if refused:
-        raise SweepWriteError(*refused[0])
     reason = crashes[0] if crashes else "worker process died (exit code {})"
     for process, shard in zip(processes, shards, strict=True):
         for checkpoint in shard:
