@@ -12,11 +12,15 @@ KeyboardInterrupt and print a traceback, and a second Ctrl-C during the parent's
 worker is the parent's to stop: `quiet_child` (the first line of a worker; `die_with_parent` calls it too) ignores
 SIGINT, and `starting_children` keeps SIGINT blocked while workers are spawned, so that a Ctrl-C during a worker's
 start-up (seconds of imports) waits unseen and is then discarded. The parent runs `handle_interrupts`: the first
-SIGINT or SIGTERM terminates its multiprocessing children and raises `Interrupted` (a KeyboardInterrupt, so every
-`finally` and staged write unwinds as for Ctrl-C); a second is noted and ignored while that shutdown runs; a third
-ends the process at once. `run_interruptible` (around the CLI) turns the interrupt into one line on stderr and the
-shell's exit code, 128 + the signal: 130 for SIGINT, 143 for SIGTERM. What the line says beyond the signal is the
-command's (`set_interrupt_note`): a sweep says that its store is consistent and a rerun resumes.
+SIGINT or SIGTERM raises `Interrupted` (a KeyboardInterrupt, so every `finally` and staged write unwinds as for
+Ctrl-C, and the code that started workers stops them: `stop_processes`); a second is noted and ignored while that
+shutdown runs; a third ends the process at once (its workers follow within `POLL_SECONDS`). An `Interrupted` that
+Python could not raise (the handler ran inside a destructor or a weakref callback, which print "Exception ignored"
+and go on) is not lost: the unraisable hook sends the signal again, to be raised outside.
+
+`run_interruptible` (around the CLI) turns the interrupt into one line on stderr and the shell's exit code,
+128 + the signal: 130 for SIGINT, 143 for SIGTERM. What the line says beyond the signal is the command's
+(`set_interrupt_note`): a sweep says that its store is consistent and a rerun resumes.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import TypeVar
 POLL_SECONDS = 0.5
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 FORCE_AFTER = 3  # the third signal ends the process without waiting for its shutdown
+REDELIVER_SECONDS = 0.05  # an interrupt dropped inside a destructor is sent again after this
 DEFAULT_NOTE = "stopped before it finished; rerun the same command"
 T = TypeVar("T")
 
@@ -117,25 +122,14 @@ def _report() -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def _stop_children() -> None:
-    """Ask every multiprocessing child of this process to end (SIGTERM); they ignore the terminal's SIGINT."""
-    import multiprocessing
-
-    for child in multiprocessing.active_children():
-        with contextlib.suppress(OSError, ValueError, AssertionError):
-            child.terminate()
-
-
 def _interrupt(signum: int) -> None:
     _state.raised = True
-    _stop_children()
     raise Interrupted(signum)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     _state.received.append(signum)
     if len(_state.received) >= FORCE_AFTER:  # the user insists: no more waiting for the shutdown
-        _stop_children()
         _report()
         with contextlib.suppress(OSError, ValueError):
             sys.stdout.flush()
@@ -143,6 +137,24 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _state.raised or _state.deferring:
         return  # a shutdown is under way (or children are being started): not again, not there
     _interrupt(signum)
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """An `Interrupted` raised inside a destructor or callback, where Python prints and drops it: send again."""
+    error = unraisable.exc_value
+    if isinstance(error, Interrupted) and _state.raised and not _state.reported:
+        _state.raised = False
+        _state.received.pop()
+        # Not now (a signal sent from here would be handled here, inside the destructor again): in a moment, to the
+        # main thread, so that a system call it waits in returns and the handler runs.
+        again = threading.Timer(REDELIVER_SECONDS, signal.pthread_kill, (threading.main_thread().ident, error.signum))
+        again.daemon = True
+        again.start()
+        return
+    _default_unraisable(unraisable)
+
+
+_default_unraisable = sys.unraisablehook
 
 
 def handle_interrupts() -> None:
@@ -154,6 +166,7 @@ def handle_interrupts() -> None:
         return
     for signum in SIGNALS:
         signal.signal(signum, _on_signal)
+    sys.unraisablehook = _unraisable
     _state.installed = True
 
 
@@ -213,6 +226,21 @@ def quiet_child() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)
+
+
+def sigterm_exits() -> None:
+    """In a worker process: SIGTERM (its parent stopping it) unwinds it as an exit, not a kill.
+
+    Its `finally` blocks run (the staging folder of the checkpoint in flight is removed, its locks freed), and so do
+    multiprocessing's exit handlers: a worker killed outright leaves the semaphores it made (tqdm's lock) to the
+    resource tracker, which then warns on stderr of "leaked semaphore objects". `SystemExit` with a number ends a
+    multiprocessing worker with that exit code and prints nothing.
+    """
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+
+
 def stop_processes(processes: Sequence[BaseProcess], grace: float = 5.0) -> None:
     """Terminate the started processes still running, wait up to `grace` seconds for them, then kill the rest.
 
@@ -243,6 +271,7 @@ __all__ = [
     "run_interruptible",
     "set_interrupt_note",
     "signal_name",
+    "sigterm_exits",
     "starting_children",
     "stop_processes",
 ]

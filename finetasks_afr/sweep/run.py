@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from analysis.processes import die_with_parent, starting_children, stop_processes
+from analysis.processes import die_with_parent, sigterm_exits, starting_children, stop_processes
 from analysis.write_errors import writing
 from finetasks_afr.sweep.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, check_tasks, evaluate_shard
@@ -248,11 +248,13 @@ def _worker_main(parent: int, spec_json: dict, checkpoints_json: list[dict], eve
 
     The worker dies with the sweep (`die_with_parent`): a killed sweep must not leave workers evaluating to the end.
     A parent already gone before this line (killed while the worker was starting) is caught by its pid. It ignores
-    Ctrl-C, which the terminal sends to the whole process group: the parent stops it (SIGTERM), no traceback here.
+    Ctrl-C, which the terminal sends to the whole process group: the parent stops it (SIGTERM, which unwinds it as
+    an exit: `sigterm_exits`), no traceback here.
     """
     if os.getppid() != parent:
         os._exit(1)
     die_with_parent()
+    sigterm_exits()
     os.environ["TQDM_DISABLE"] = "1"
     spec = SweepSpec.from_json(spec_json)
     checkpoints = [Checkpoint.from_json(c) for c in checkpoints_json]
