@@ -49,7 +49,8 @@ class OutputLockedError(OutputDirectoryError):
         waiting = f"waited {waited:.0f} s ({LOCK_WAIT_ENV}); " if waited > 0 else ""
         super().__init__(
             f"{target} is being written by another finetasks-afr process, {holder}; {waiting}nothing was written. "
-            f"Fix: rerun when that process has finished, or choose another output path"
+            f"Fix: rerun when that process has finished (or set {LOCK_WAIT_ENV} to wait longer, in seconds), or "
+            "choose another output path"
         )
 
 

@@ -37,7 +37,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from analysis.io import atomic_write_text, lock_holder, output_lock, try_lock
+from analysis.io import OutputLockedError, atomic_write_text, lock_holder, output_lock, try_lock
 from finetasks_afr.sweep.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
@@ -247,7 +247,7 @@ class SweepStore:
         Checked and written under the directory's lock (`analysis.io.output_lock`, held only for this), so two
         sweeps starting at once on a new directory cannot both record.
         """
-        with output_lock(self.root):
+        with self.directory_lock():
             recorded = self.recorded_settings()
             differences = setting_differences(recorded[0], settings) if recorded else []
             if recorded and differences:
@@ -270,8 +270,20 @@ class SweepStore:
         Sweeps over one directory cooperate (each checkpoint is claimed by one), so the lock is held for the write
         only, never for a whole sweep; it orders these writes with those of any other writer of the directory.
         """
-        with output_lock(self.root):
+        with self.directory_lock():
             return atomic_write_text(self.root / name, text)
+
+    @contextlib.contextmanager
+    def directory_lock(self) -> Iterator[None]:
+        """`analysis.io.output_lock` of the sweep directory; a holder that outlasts the wait is a `SweepStoreError`
+        naming it (the sweep command's exit 2), not a traceback."""
+        held = contextlib.ExitStack()
+        try:
+            held.enter_context(output_lock(self.root))
+        except OutputLockedError as error:
+            raise SweepStoreError(str(error)) from error
+        with held:
+            yield
 
 
 def read_manifest(path: Path) -> dict:
