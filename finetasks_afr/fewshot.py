@@ -15,15 +15,23 @@ Problem 1, self-exclusion (a leak of the gold answer).
     at the head of the pool see themselves (5 of 900 in belebele_zul_mcf|5). A second, milder leak: the same
     text in two splits (AfriSenti has tweets in both validation and test) is never compared at all.
     Fix: for each evaluated document, every candidate with the same *text* is removed before drawing, where the
-    text is `text_key(doc)`: the query without its instruction prefix (what the prompt shows of an example, see
-    `PromptManager._extract_query`) and the choices, each Unicode-NFKC-normalised, case-folded and with runs of
-    whitespace collapsed. The gold answer is deliberately not part of the key: a duplicated tweet with a
-    different label in the other split still reveals the evaluated text. The query *and* choices are compared
-    (not the query alone) so that items that share a stem but differ in their options (COPA-like premises) are
-    not thrown away. Each removal is counted in `EXCLUDED[(task "name|k", kind)]`, kind `SELF` when the
-    candidate is the evaluated row itself (few-shot docs read from an evaluation split, same row id and same
-    content: query, choices, gold, instruction; the task name ignored) and `DUPLICATE` otherwise (another row
-    with the same text). The counts are logged once per task (info level) after its `get_docs`.
+    text is `text_key(doc)`: what the document asks without its answer. That is the query without its instruction
+    prefix (what the prompt shows of an example, see `PromptManager._extract_query`: the passage and question, or
+    the sentence), plus, for a multiple-choice document, the set of its options (the choices, unordered, when some
+    choice is not a gold answer); a generative document's choices are its reference answers and are left out. Each
+    part is reduced to its letters, combining marks and digits after NFKC and case folding: punctuation, quotes,
+    symbols and emoji (categories P*, S*), format characters, variation selectors and all whitespace are dropped,
+    because the copies the data holds differ in exactly these (a tweet with and without a trailing emoji or an
+    inserted `""`, a passage and question whose two rows answer "Prince Edward" and "Prince Edward,"), while the
+    diacritics that tell two Yoruba words apart stay. No answer is part of the key: a copy with another answer
+    (a duplicated tweet with a different label in the other split, a question answered with different
+    punctuation) still reveals the evaluated text. The options are compared, unordered, so that items sharing a
+    stem but not their options (COPA-like premises, an NLI premise under three hypotheses) are not thrown away,
+    while a copy with its options reordered is. Each removal is counted in `EXCLUDED[(task "name|k", kind)]`,
+    kind `SELF` when the candidate is the evaluated row itself (few-shot docs read from an evaluation split, same
+    row id and same content: query, choices, gold, instruction; the task name ignored) and `DUPLICATE` otherwise
+    (another row with the same key: a near-copy). The counts are logged once per task (info level) after its
+    `get_docs`.
 
 Problem 2, one pool for every document.
     lighteval builds ONE list of examples per variance seed (`_init_fewshot_sampling_balanced` /
@@ -96,7 +104,7 @@ _ORIGINALS: dict[tuple[type, str], Any] = {}
 _ACTIVE: set[str] = set()
 _LOGGED: set[str] = set()
 _QUIET: contextvars.ContextVar[bool] = contextvars.ContextVar("finetasks_afr_fewshot_quiet", default=False)
-_SPACES = re.compile(r"\s+")
+_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef\u20dd-\u20e4]")  # variation selectors; enclosing marks
 
 
 def reset_counters() -> None:
@@ -114,8 +122,10 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def normalise(text: str) -> str:
-    """NFKC, case-folded, whitespace runs collapsed to one space, stripped: equal texts up to typography."""
-    return _SPACES.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """The letters, combining marks and digits of `text` after NFKC and case folding, without variation selectors:
+    equal for texts that differ only in case, Unicode form, whitespace, punctuation, quotes, symbols or emoji."""
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return "".join(char for char in folded if unicodedata.category(char)[0] in "LMN" and not _SELECTOR.match(char))
 
 
 def shown_query(doc: Any) -> str:
@@ -127,9 +137,18 @@ def shown_query(doc: Any) -> str:
     return query
 
 
+def options(doc: Any) -> list[str]:
+    """A multiple-choice document's choices (some choice is not a gold answer); none for a generative document,
+    whose choices are its reference answers."""
+    choices = [str(choice) for choice in doc.choices or []]
+    golds = {int(gold) for gold in _as_list(doc.gold_index) if gold is not None}
+    return choices if set(range(len(choices))) - golds else []
+
+
 def text_key(doc: Any) -> tuple[str, tuple[str, ...]]:
-    """What makes two documents "the same text": normalised instruction-free query and choices (no gold)."""
-    return normalise(shown_query(doc)), tuple(normalise(str(choice)) for choice in doc.choices or [])
+    """What makes two documents near-copies: the normalised instruction-free query and the normalised set of options;
+    no answer."""
+    return normalise(shown_query(doc)), tuple(sorted({normalise(option) for option in options(doc)}))
 
 
 def content_key(doc: Any) -> tuple[Any, ...]:
@@ -297,7 +316,8 @@ def _wrap_get_docs(original: Callable[..., list[Any]]) -> Callable[..., list[Any
             _LOGGED.add(task)
             logger.info(
                 "finetasks_afr.fewshot %s: %d documents got per-document seeded examples; excluded %d candidates "
-                "that were the document itself and %d other rows with the same text",
+                "that were the document itself and %d near-copies (other rows with its text up to case, punctuation, "
+                "symbols and spacing, answers aside)",
                 task,
                 SAMPLED[task],
                 EXCLUDED[(task, SELF)],

@@ -294,7 +294,8 @@ def test_fixed_never_shows_a_document_itself_and_gives_exactly_k(
     lines = [record.getMessage() for record in caplog.records if task in record.getMessage()]
     assert lines == [
         f"finetasks_afr.fewshot {task}: 6 documents got per-document seeded examples; excluded 6 candidates that "
-        "were the document itself and 0 other rows with the same text"
+        "were the document itself and 0 near-copies (other rows with its text up to case, punctuation, symbols and "
+        "spacing, answers aside)"
     ]
     assert fewshot.EXCLUDED[(task, fewshot.SELF)] == 12
 

@@ -35,13 +35,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
 PROJECT = Path(__file__).resolve().parent.parent
 DOCS_PER_TASK = 6
 FEWSHOT = 5
-# zero-width space/joiners, word joiner, BOM, soft hyphen, Mongolian vowel separator, variation selectors:
-# written out here independently of finetasks_afr.benchmarks.common.INVISIBLE
-INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+# Invisible: every format (Cf) and private-use (Co) character and the variation selectors, by category (written
+# here independently of finetasks_afr.text), but for ZWJ/ZWNJ between two letters or marks of a script that joins
+# (of those, the data holds Arabic and Sinhala)
+INVISIBLE = regex.compile(r"[\p{Cf}\p{Co}\uFE00-\uFE0F\U000E0100-\U000E01EF]")
+JOINING = regex.compile(r"[\p{scx=Arabic}\p{scx=Sinhala}\p{scx=Syriac}\p{scx=Devanagari}\p{scx=Nko}\p{scx=Adlam}]")
 DOUBLED_WORD = re.compile(r"(?:^|\n)([^\s:]+):\s*\1:", flags=re.MULTILINE)
 
 pytestmark = [pytest.mark.shared_data, pytest.mark.slow]
@@ -157,9 +160,26 @@ def test_no_document_among_its_own_examples(rendered: dict[str, list[Rendered]])
     assert not leaks
 
 
+def invisible(text: str) -> list[str]:
+    """The invisible characters of `text`, a joiner inside a word of a joining script aside."""
+    found = []
+    for match in INVISIBLE.finditer(text):
+        i, char = match.start(), match.group()
+        if (
+            char in "\u200c\u200d"
+            and 0 < i < len(text) - 1
+            and all(
+                JOINING.match(near) and unicodedata.category(near)[0] in "LM" for near in (text[i - 1], text[i + 1])
+            )
+        ):
+            continue
+        found.append(f"U+{ord(char):04X}")
+    return found
+
+
 def unclean(text: str) -> bool:
     """Invisible characters, a literal backslash-n, or text that NFC would change."""
-    return bool(INVISIBLE.search(text)) or "\\n" in text or unicodedata.normalize("NFC", text) != text
+    return bool(invisible(text)) or "\\n" in text or unicodedata.normalize("NFC", text) != text
 
 
 def test_no_invisible_characters_escaped_breaks_or_unnormalised_text(rendered: dict[str, list[Rendered]]) -> None:
@@ -211,7 +231,105 @@ def test_five_examples_per_document(rendered: dict[str, list[Rendered]]) -> None
 
 
 def _normalised(text: str) -> str:
-    return " ".join(text.split())
+    """Letters, marks and digits after NFKC and case folding: a near-copy (quotes, emoji, punctuation, spacing)
+    compares equal."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(char for char in folded if unicodedata.category(char)[0] in "LMN" and not INVISIBLE.match(char))
+
+
+# ------------------------------------------------------------------- the documents issue 26 named, by id
+
+INVISIBLE_DOCUMENTS = [
+    # (task, "test" for an evaluated document or "fewshot" for a few-shot one, document id, the raw character)
+    ("afrisenti_ary_cf", "fewshot", "397", "\u061c"),
+    ("afrisenti_ary_mcf", "test", "1713", "\u200f"),
+    ("afrisenti_ary_hybrid", "test", "1706", "\u200e"),
+    ("sib200_aka_cf", "fewshot", "391", "\u202a"),
+    ("flores_mt_xx2en_gen_aka", "fewshot", "391", "\u202a"),
+    ("flores_mt_en2xx_ll_aka", "fewshot", "391", "\u202a"),
+    ("flores_mt_en2xx_gen_lua", "fewshot", "502", "\u2063"),
+    ("afriqa_yor", "test", "160", "\u2063"),
+    ("afrisenti_orm_cf", "test", "870", "\ue702"),
+    ("afrisenti_pcm_mcf_enprompt", "test", "1016", "\u2068"),
+    ("afriqa_twi", "fewshot", "33", "\u200e"),
+    ("afriqa_twi_enprompt", "fewshot", "329", "\u200e"),
+]
+NEAR_COPY_DOCUMENTS = [
+    # (task, evaluated document id, the id of its near-copy among the few-shot documents)
+    ("afriqa_twi", "225", "113"),  # answers "Prince Edward" and "Prince Edward,"
+    ("afriqa_kin", "69", "51"),  # quotes around "Spy Kids"
+    ("afrisenti_ibo_cf", "1530", "473"),  # "Nri ndị oga" and "Nri ndị oga 😂"
+    ("afrisenti_orm_mcf", "220", "369"),  # `""` inserted
+    ("afrisenti_yor_hybrid", "1403", "858"),  # punctuation only
+]
+
+
+def _named_task(mirror: Path, name: str) -> Any:
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    import finetasks_afr.tasks  # noqa: F401  (applies the fixes)
+    from finetasks_afr.benchmarks import all_tasks
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+        patch.setenv("HF_DATASETS_OFFLINE", "1")
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        config = next(c for c in all_tasks() if c.name == name)
+        return LightevalTask(dataclasses.replace(config, num_fewshots=FEWSHOT))
+
+
+@pytest.fixture(scope="module")
+def real_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from raw_mirror import raw_mirror
+
+    return raw_mirror(shared_data, tmp_path_factory)[0]
+
+
+@pytest.mark.parametrize(("name", "side", "doc_id", "char"), INVISIBLE_DOCUMENTS)
+def test_the_documents_with_invisible_characters_are_clean(
+    real_mirror: Path, name: str, side: str, doc_id: str, char: str
+) -> None:
+    """Their raw rows hold a bidi mark, an isolate, an invisible separator or a private-use glyph; their documents
+    (query and choices), their 0- and 5-shot prompts, and the prompts that show them as an example hold none."""
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    task = _named_task(real_mirror, name)
+    split = task.fewshot_split if side == "fewshot" else task.evaluation_split[0]
+    raw = (real_mirror / _dataset(task.config)).rglob("*.jsonl")
+    assert any(
+        char in path.read_text(encoding="utf-8") for path in raw if f"/{split}" in str(path) or split in path.name
+    )
+    docs = task.fewshot_docs() if side == "fewshot" else task.get_docs()
+    doc = next(d for d in docs if d.id == doc_id)
+    manager = PromptManager()
+    texts = [doc.query, *doc.choices, manager.prepare_prompt(dataclasses.replace(doc, fewshot_samples=[]))]
+    if side == "test":
+        texts.append(manager.prepare_prompt(doc))
+    else:  # every candidate it can be an example of: the sampler asked for the whole pool shows it cleanly
+        shown = manager.prepare_prompt(dataclasses.replace(task.eval_docs()[0], fewshot_samples=[doc]))
+        texts.append(shown)
+    assert not [invisible(text) for text in texts if invisible(text)]
+    assert not [text[:60] for text in texts if unclean(text)]
+
+
+@pytest.mark.parametrize(("name", "doc_id", "copy_id"), NEAR_COPY_DOCUMENTS)
+def test_the_near_copies_are_never_examples(real_mirror: Path, name: str, doc_id: str, copy_id: str) -> None:
+    """The evaluated document's near-copy (same passage and question or tweet, up to quotes, emoji, punctuation
+    and the answer) is in its few-shot pool, and lighteval's sampler, asked for the whole pool, never returns it:
+    no variance seed can show it."""
+    from finetasks_afr import fewshot
+
+    task = _named_task(real_mirror, name)
+    if not fewshot.applied():
+        pytest.skip("finetasks_afr.fewshot replaces the sampler of lighteval 0.13 only")
+    doc = next(d for d in task.eval_docs() if d.id == doc_id)
+    pool = task.fewshot_docs()
+    copy = next(d for d in pool if d.id == copy_id)
+    assert _normalised(copy.query) == _normalised(doc.query)
+    for seed in (0, 1):
+        drawable = task.fewshot_sampler.sample_fewshot_examples(len(pool), seed, formatted_doc=doc)
+        assert len(drawable) >= len(pool) - 5
+        assert not [e.id for e in drawable if _normalised(e.query) == _normalised(doc.query)]
 
 
 # -------------------------------------------------------------------- every row of the three raw releases
