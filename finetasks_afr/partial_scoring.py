@@ -8,7 +8,10 @@ log P(rest | context_i). A lighteval `Doc` has one query, so the per-choice cont
 
     query    = the gold option's context (prefix + gold option). A few-shot example is rendered by lighteval as
                query + " " + gold choice: the complete, correct sentence. Logs show the gold-filled prefix.
-    choices  = the continuation after each context (" rest of the sentence", normally identical).
+    choices  = the continuation after each context (" rest of the sentence", normally identical). An adapter
+               may give one continuation per context instead (`continuations`): Winogrande scores a sentence with
+               no letter after its blank in full, one shared context (the text before the blank) and the option
+               plus the rest as each continuation, lighteval's own `winogrande` scoring.
     specific = {"partial_scoring_contexts": [context_1, context_2, ...]}.
     unconditioned_query = None (PMI is meaningless here: every option scores the same continuation).
 
@@ -96,7 +99,8 @@ class PartialScoringInput(TypedDict):
     """What a partial-scoring adapter returns for one dataset row."""
 
     contexts: list[str]  # per option: the text up to and including the option (whitespace-normalised)
-    continuation: str  # the text after the blank, shared by all options (no leading space)
+    continuation: NotRequired[str]  # the text after the blank, shared by all options (no leading space)
+    continuations: NotRequired[list[str]]  # or one per context (full scoring: the option and the rest)
     gold_idx: int
     instruction: NotRequired[str]
 
@@ -139,17 +143,20 @@ def get_partial_scoring_prompt_function(
         if item is None:
             return None
         gold = item["gold_idx"]
+        continuations = item.get("continuations") or [item["continuation"]] * len(item["contexts"])
+        if len(continuations) != len(item["contexts"]):
+            raise ValueError(f"{len(continuations)} continuations for {len(item['contexts'])} contexts")
         per_context = [
             template(
                 {
                     "context": context,
-                    "continuations": [item["continuation"]],
+                    "continuations": [continuation],
                     "gold_idx": 0,
                     "instruction": item.get("instruction"),
                 },
                 task_name,
             )
-            for context in item["contexts"]
+            for context, continuation in zip(item["contexts"], continuations, strict=True)
         ]
         if any(doc is None for doc in per_context):
             return None

@@ -257,7 +257,7 @@ def pair_tasks(
     dataset: str,
     subset: str,
     language: AfricanLanguage,
-    pair: Callable[[Direction], Callable[[dict], tuple[str, str]]],
+    pair: Callable[[Direction], Callable[[dict], tuple[str, str] | None]],
     evaluation_splits: tuple[str, ...],
     few_shots_split: str | None,
     hf_avail_splits: tuple[str, ...],
@@ -267,7 +267,8 @@ def pair_tasks(
     location: tuple[str, str | None] | None = None,
 ) -> list[LightevalTaskConfig]:
     """The ll and gen tasks of one language in both directions (`pivot` -> language, language -> `pivot`), reading
-    config `subset` of `dataset`; `pair(direction)` turns a row into (source, reference) for that direction.
+    config `subset` of `dataset`; `pair(direction)` turns a row into (source, reference) for that direction, or None
+    for a row that is no document (FLORES leaves rows out of its few-shot pool this way).
 
     `location` = (hf_repo, hf_revision) overrides where the config is read (default: `hf_location`, the mirror when
     it holds the config, else the hub); FLORES uses it to read both sides of a pair from one place."""

@@ -15,7 +15,20 @@ Winogrande CF is partial scoring (Trinh & Le 2018; lm-evaluation-harness `winogr
 blank and the model scores only the rest of the sentence, log P(rest | sentence before the blank + option), with
 one context per option (`finetasks_afr.partial_scoring`, which `finetasks_afr/tasks.py` applies). Its metrics are
 acc, acc_norm and acc_norm_token: PMI is meaningless when every option scores the same continuation. A sentence
-with the blank first is scored too (context = the option alone); one with nothing after the blank is skipped.
+with the blank first is scored too (context = the option alone).
+
+Sentences with no letter after the blank ("... for the _.", about 4% of the test rows, English included, as the
+translations often end on the blank) are scored in full instead. Partial scoring needs words after the option that
+resolve the reference: with only "." left it compares P(" ." | before + option), how likely the sentence is to end
+there, which says next to nothing about which option fits, and the document is close to a coin toss for every
+model. Trinh & Le's full score, log P(sentence with option i), differs between options only by log P(option i +
+rest | text before the blank), the probability of the sentence's end from the blank on, so the document is scored
+on that: one context, the text before the blank (cut at the last space before it, so a prefix glued to the blank,
+Zulu "u_", travels with the option), and "option + rest" as each continuation. This is exactly lighteval's own
+`winogrande` (query = sentence up to the blank, choices = option + rest). On these documents acc favours the
+shorter option as it does in lighteval's task; acc_norm (per character) and acc_norm_token correct for length. A
+sentence with nothing at all after the blank is still skipped, as before, and one with nothing before the blank
+either would have no context to condition on. tests/test_data_artefacts.py counts both kinds per language.
 Winogrande MCF: the sentence with its blank as the question and the two options as lettered choices.
 MMLU takes its 5 few-shot examples from the dev split.
 """
@@ -38,7 +51,7 @@ from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
 from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.partial_scoring import get_partial_scoring_prompt_function
+from finetasks_afr.partial_scoring import PartialScoringInput, get_partial_scoring_prompt_function
 from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, read_text, require_columns, str_field
 from finetasks_afr.sources import DatasetSource
 
@@ -262,26 +275,46 @@ def winogrande_mcq_adapter(language: AfricanLanguage) -> Callable[[dict], dict]:
     return adapter
 
 
-def winogrande_partial_adapter(language: AfricanLanguage) -> Callable[[dict], dict]:
-    """CF, partial scoring: context i = text before the blank + option i (joined as written, so "u_" gives
-    "uNatalie"); continuation = the text after the blank. The blank may come first, not last."""
+def has_letter(text: str) -> bool:
+    return any(character.isalpha() for character in text)
 
-    def adapter(line: dict) -> dict:
+
+def split_at_word(before: str) -> tuple[str, str]:
+    """The text before a blank as (context up to the last space, the part glued to the blank, e.g. Zulu "u")."""
+    if not before or before[-1].isspace():
+        return clean(before), ""
+    cut = max(before.rfind(" "), 0)
+    return clean(before[:cut]), before[cut:].strip()
+
+
+def winogrande_partial_adapter(language: AfricanLanguage) -> Callable[[dict], PartialScoringInput]:
+    """CF, partial scoring: context i = text before the blank + option i (joined as written, so "u_" gives
+    "uNatalie"); continuation = the text after the blank. The blank may come first, not last. With no letter after
+    the blank: full scoring, context = the text before the blank up to its last space, continuation i = the rest
+    of that word + option i + what follows the blank (see the module docstring)."""
+
+    def adapter(line: dict) -> PartialScoringInput:
         sentence_field, *option_fields = _winogrande_fields(language, line)
         sentence = clean(line[sentence_field])
         if sentence.count("_") != 1:
             raise ValueError("the sentence must hold exactly one blank")
         before, after = sentence.split("_")
-        rest = after.strip()
-        if not rest:
-            raise ValueError("nothing after the blank: no continuation to score")
         options = [clean(line[field]) for field in option_fields]
         if not all(options):
             raise ValueError("empty option")
+        gold = letter_index(line["Answer"], 2)
+        if not after.strip():
+            raise ValueError("nothing after the blank: no continuation to score")
+        if has_letter(after):
+            return {"contexts": [clean(before + option) for option in options], "continuation": after.strip(),
+                    "gold_idx": gold}  # fmt: skip
+        context, glued = split_at_word(before)
+        if not context:
+            raise ValueError("no letter after the blank and no text before it: nothing to condition on")
         return {
-            "contexts": [clean(before + option) for option in options],
-            "continuation": rest,
-            "gold_idx": letter_index(line["Answer"], 2),
+            "contexts": [context] * len(options),
+            "continuations": [clean(glued + option + after) for option in options],
+            "gold_idx": gold,
         }
 
     return adapter
