@@ -305,6 +305,7 @@ def _gather(
     outcomes: dict[str, Outcome] = {}
     startups: list[float] = []
     crashes: list[str] = []
+    refused: list[list] = []  # a worker's SweepWriteError (errno, strerror, file name): it ends the sweep
 
     def drain(block: bool) -> None:
         try:
@@ -319,8 +320,8 @@ def _gather(
             bars.done(outcome, len(spec.tasks))
         elif kind == "startup":
             startups.append(payload)
-        elif kind == "refused":  # a full disk ends the sweep now: the other workers are stopped, not waited for
-            raise SweepWriteError(*payload)
+        elif kind == "refused":
+            refused.append(payload)
         else:
             crashes.append(payload)
 
@@ -330,6 +331,10 @@ def _gather(
         drain(block=False)
     for process in processes:
         process.join()
+    # A refused write is raised once every worker has ended: a full disk stops the others at their next write, and
+    # stopping one mid-evaluation would leave its staging folder and semaphores behind (resource_tracker warnings).
+    if refused:
+        raise SweepWriteError(*refused[0])
     reason = crashes[0] if crashes else "worker process died (exit code {})"
     for process, shard in zip(processes, shards, strict=True):
         for checkpoint in shard:
