@@ -241,10 +241,13 @@ def sigterm_exits() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
 
 
-def stop_processes(processes: Sequence[BaseProcess], grace: float = 5.0) -> None:
+def stop_processes(processes: Sequence[BaseProcess], grace: float = 10.0) -> None:
     """Terminate the started processes still running, wait up to `grace` seconds for them, then kill the rest.
 
-    For a parent leaving early (interrupted, or failing): no worker may outlive it, and none is left a zombie.
+    For a parent leaving early (interrupted, or failing): no worker may outlive it, and none is left a zombie. The
+    grace is long enough for a sweep worker to unwind and exit (`sigterm_exits`: two seconds on a busy two-core
+    machine, most of it the interpreter's shutdown with torch loaded); a worker stuck in one long native call is
+    killed after it.
     """
     started = [p for p in processes if p.pid is not None]
     for process in started:
