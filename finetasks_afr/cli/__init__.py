@@ -1,44 +1,41 @@
-"""The `finetasks-afr` command line, one module per command group.
+"""The `finetasks-afr` command line: `main` (the console script) and `app` (the typer application).
 
-Every module exposes ``register(app)``, the one way a command joins the application; they share the console and
-the error printer of :mod:`finetasks_afr.cli.common`. The heavy stacks (lighteval, torch, matplotlib) are imported
-inside the command functions, so `finetasks-afr --help` stays fast.
+Ctrl-C or SIGTERM ends any command with one line on stderr and exit code 130 or 143, never a traceback
+(`analysis.processes.run_interruptible`). For that to hold from the first moment, `main` takes over the two
+signals before it imports the application: loading typer, rich, polars and every command module takes most of a
+second, and a Ctrl-C then would be Python's KeyboardInterrupt traceback. So this package imports nothing heavy
+itself, and `app` (defined in :mod:`finetasks_afr.cli.application`) is handed out on first use:
+`from finetasks_afr.cli import app` works as before.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Any
 
-import typer
+from analysis.processes import handle_interrupts, run_interruptible
 
-from finetasks_afr.cli import analysis, data, longppl, recommend, report, sweep
-
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    help="finetasks-afr: African-language LightEval tasks, checkpoint sweeps, and the FineTasks analysis that "
-    "decides which tasks to trust (select, aggregate, report), plus perplexity signals (recommend, longppl) and "
-    "the local dataset mirror (data).",
-)
+if TYPE_CHECKING:
+    from finetasks_afr.cli.application import app
 
 
-@app.callback()
-def main(
-    data_dir: Annotated[
-        Path | None,
-        typer.Option("--data-dir", help="Local dataset mirror (sets $FINETASKS_AFR_DATA_DIR for tasks and sweeps)."),
-    ] = None,
-) -> None:
-    """finetasks-afr: African-language LightEval tasks and the FineTasks analysis."""
-    if data_dir is not None:
-        from finetasks_afr.sources import DATA_DIR_ENV
+def main() -> None:
+    """The `finetasks-afr` console script and `python -m finetasks_afr.cli`."""
+    handle_interrupts()
 
-        os.environ[DATA_DIR_ENV] = str(data_dir.resolve())
+    def run() -> None:
+        from finetasks_afr.cli.application import app
+
+        app()
+
+    run_interruptible(run)
 
 
-for _module in (analysis, report, sweep, data, recommend, longppl):
-    _module.register(app)
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        from finetasks_afr.cli.application import app
 
-__all__ = ["app"]
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["app", "main"]
