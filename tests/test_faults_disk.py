@@ -356,8 +356,8 @@ def test_sweep_with_workers_into_a_read_only_results_folder_names_it(world: dict
     finally:
         results.chmod(0o755)
     assert_refused(run.returncode, run.stdout + run.stderr, *EACCES, results, "rerun")
-    # the worker stopped when the other met the error may leave its staging/ folder, as a kill does: a rerun removes it
-    assert list(results.iterdir()) == [] and not list(out.rglob("*.tmp"))
+    assert list(results.iterdir()) == [] and list((out / "staging").iterdir()) == []
+    assert not list(out.rglob("*.tmp")) and "warn" not in run.stderr.lower()
 
 
 @pytest.mark.parametrize("fault", ["ENOSPC", "EFBIG"])

@@ -169,7 +169,8 @@ def write_failure(error: OSError, out: Path, *, kept: str, option: str = "--out"
     writers already guarantee that nothing half-written replaced an old output, which `kept` says in the words of
     the command. Another `option` is suggested only when the failed file lies under `out`.
     """
-    path = Path(error.filename) if error.filename else out
+    path = Path(str(error.filename)) if error.filename else out
+    named = str(path) if error.filename else f"a file in {out}"  # a buffered write failing at close names none
     number = error.errno or 0
     meaning = f"{os.strerror(number)} ({errno.errorcode.get(number, number)})"
     mount = _mount_point(path)
@@ -189,7 +190,7 @@ def write_failure(error: OSError, out: Path, *, kept: str, option: str = "--out"
         fix = f"this user may not write in {folder}: make it writable (chmod u+w {folder}){elsewhere}"
     else:
         fix = f"check {path.parent}{elsewhere}"
-    return fail(f"could not write {path}: {meaning}; {kept}; fix: {fix}")
+    return fail(f"could not write {named}: {meaning}; {kept}; fix: {fix}")
 
 
 @contextmanager
