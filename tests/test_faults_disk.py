@@ -393,7 +393,7 @@ def test_recommend_on_a_full_disk_or_past_the_size_limit_keeps_the_old_ranking(
     """Before: an OSError traceback (rc 1) after the models were scored."""
     out = tmp_path / f"ranking{suffix}"
     out.write_text("the previous ranking\n")
-    args = ["recommend", "-m", f"tiny={causal_lm}", "--text", ITEMS[0][0], "--text", ITEMS[1][0],
+    args: list[str | Path] = ["recommend", "-m", f"tiny={causal_lm}", "--text", ITEMS[0][0], "--text", ITEMS[1][0],
             "--bootstrap", "0", "--out", out]  # fmt: skip
     if fault == "ENOSPC":
         full_disk(monkeypatch, lambda path: path == out)
