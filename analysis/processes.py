@@ -140,18 +140,24 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
 
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
-    """An `Interrupted` raised inside a destructor or callback, where Python prints and drops it: send again."""
+    """An interrupt raised inside a destructor or callback, where Python prints and drops it: send it again."""
     error = unraisable.exc_value
     if isinstance(error, Interrupted) and _state.raised and not _state.reported:
         _state.raised = False
         _state.received.pop()
-        # Not now (a signal sent from here would be handled here, inside the destructor again): in a moment, to the
-        # main thread, so that a system call it waits in returns and the handler runs.
-        again = threading.Timer(REDELIVER_SECONDS, signal.pthread_kill, (threading.main_thread().ident, error.signum))
-        again.daemon = True
-        again.start()
-        return
-    _default_unraisable(unraisable)
+        _send_again(error.signum)
+    elif isinstance(error, Stopped):
+        _send_again(signal.SIGTERM)
+    else:
+        _default_unraisable(unraisable)
+
+
+def _send_again(signum: int) -> None:
+    """Not now (a signal sent from here would be handled here, inside the destructor again): in a moment, to the
+    main thread, so that a system call it waits in returns and the handler runs."""
+    again = threading.Timer(REDELIVER_SECONDS, signal.pthread_kill, (threading.main_thread().ident, signum))
+    again.daemon = True
+    again.start()
 
 
 _default_unraisable = sys.unraisablehook
@@ -226,8 +232,12 @@ def quiet_child() -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
+class Stopped(SystemExit):
+    """A worker's SIGTERM (`sigterm_exits`): its parent stops it."""
+
+
 def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
+    raise Stopped(128 + signum)
 
 
 def sigterm_exits() -> None:
@@ -236,9 +246,11 @@ def sigterm_exits() -> None:
     Its `finally` blocks run (the staging folder of the checkpoint in flight is removed, its locks freed), and so do
     multiprocessing's exit handlers: a worker killed outright leaves the semaphores it made (tqdm's lock) to the
     resource tracker, which then warns on stderr of "leaked semaphore objects". `SystemExit` with a number ends a
-    multiprocessing worker with that exit code and prints nothing.
+    multiprocessing worker with that exit code and prints nothing; one raised inside a destructor or a weakref
+    callback (Python prints "Exception ignored" and drops it) is sent again, as the parent's interrupts are.
     """
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    sys.unraisablehook = _unraisable  # a SIGTERM that lands in a destructor is sent again, not dropped
 
 
 def stop_processes(processes: Sequence[BaseProcess], grace: float = 10.0) -> None:
@@ -266,6 +278,7 @@ __all__ = [
     "DEFAULT_NOTE",
     "POLL_SECONDS",
     "Interrupted",
+    "Stopped",
     "die_with_parent",
     "handle_interrupts",
     "interrupt_exit_code",
