@@ -57,14 +57,16 @@ Decoder = Callable[[Row, str], tuple[str, ...]]  # (row, iso3 of the task) -> th
 
 # ------------------------------------------------------------------------------------------ normalisation
 
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+_VARIATION_SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 _ESCAPED_BREAK = re.compile(r"\\[nrt]")  # backslash + n (r, t) written out in the data
 
 
 def normalise(text: object) -> str:
-    """NFC, no zero-width characters / BOM / variation selectors, escaped line breaks as spaces, single spaces."""
-    value = unicodedata.normalize("NFC", str(text))
-    value = _ESCAPED_BREAK.sub(" ", _INVISIBLE.sub("", value))
+    """No format (Cf) or private-use (Co) characters at all, by category (joiners too: both sides of a comparison
+    go through here), no variation selectors, NFC, escaped line breaks as spaces, single spaces."""
+    value = "".join(c for c in str(text) if unicodedata.category(c) not in ("Cf", "Co"))
+    value = unicodedata.normalize("NFC", _VARIATION_SELECTORS.sub("", value))
+    value = _ESCAPED_BREAK.sub(" ", value)
     return " ".join(value.split())
 
 
@@ -954,12 +956,18 @@ RAW_RELEASE_TEST_ROWS = {  # (dataset, config) -> rows of its test split, counte
 }
 
 
+EMPTY_RAW_RELEASE_ROWS = {("mafand", "en-amh"): 1}
+"""Rows with no visible text, turned down by every task of their config: MAFAND en-amh test row 15 holds only
+U+202A (LEFT-TO-RIGHT EMBEDDING) on both sides, empty once `clean()` drops format characters (issue 26)."""
+
+
 @pytest.mark.shared_data
 def test_gold_answers_on_every_row_of_the_nollysenti_mafand_and_ntrex_releases(
     suite: list[Task], mirror: Path, shared_data: Path, real_outcomes: list[tuple[Task, Outcome]]
 ) -> None:
     """The raw releases of NollySenti, MAFAND-MT and NTREX-128 (`data import-raw`): every task of the three
-    families reads the mirror and is checked on every row of its test split, none turned down; the full test sets
+    families reads the mirror and is checked on every row of its test split, none turned down but the empty rows
+    above; the full test sets
     are there (NollySenti 500 a language, MAFAND en-hau 1,500, NTREX-128 1,997 a language, every MAFAND pair its raw
     test file's rows). The reviews of Yoruba's test set are mostly not NFC in the release and in the mirror: the
     decoder compares NFC texts (`normalise`), and the prompts' NFC is the prompt-hygiene test's."""
@@ -980,8 +988,9 @@ def test_gold_answers_on_every_row_of_the_nollysenti_mafand_and_ntrex_releases(
     checked: Counter[tuple[str, str]] = Counter()
     for task, outcome in outcomes.values():
         assert not outcome.problems, outcome.problems[:5]
-        assert outcome.skipped == 0, (task.name, outcome.skipped)
-        assert outcome.checked == rows_per_config[(task.dataset, task.config.hf_subset)], task.name
+        empty = EMPTY_RAW_RELEASE_ROWS.get((task.dataset, task.config.hf_subset), 0)
+        assert outcome.skipped == empty, (task.name, outcome.skipped)
+        assert outcome.checked + empty == rows_per_config[(task.dataset, task.config.hf_subset)], task.name
         checked[(task.dataset, task.config.hf_subset)] += 1
     # every config of the three releases is read by its tasks: 5 NollySenti, 21 MAFAND pairs, 25 NTREX languages
     assert {dataset: sum(1 for d, _ in checked if d == dataset) for dataset in families} == {
