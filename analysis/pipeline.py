@@ -37,7 +37,7 @@ from analysis.plots import (
     plot_ranking,
     plot_training_curves,
 )
-from analysis.processes import die_with_parent
+from analysis.processes import die_with_parent, starting_children
 from analysis.report import render_report, write_html_report
 from analysis.select import Selection, safe_file_name, select, write_selection
 from analysis.signal import compute_signal
@@ -261,7 +261,8 @@ def _figures(
             pool = stack.enter_context(
                 ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
             )
-            results = pool.map(_curve_job, jobs)
+            with starting_children():  # workers start with Ctrl-C held until they ignore it (no traceback)
+                results = pool.map(_curve_job, jobs)
         else:
             results = map(_curve_job, jobs)
         for (_, task, *_rest), path in zip(jobs, results, strict=True):

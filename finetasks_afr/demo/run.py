@@ -32,6 +32,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
+from analysis.processes import die_with_parent, starting_children
 from finetasks_afr.bundled import BUNDLED_CONFIG
 
 if TYPE_CHECKING:
@@ -92,15 +93,14 @@ def train_all(world: World, checkpoints: Path, settings: DemoSettings, log: Call
         log("training: every run is already trained")
         return
     started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=settings.workers, mp_context=get_context("spawn")) as pool:
-        futures = {
-            pool.submit(_train_one, str(world.root), mix, seed, str(run_dir), settings.steps, settings.save_every): (
-                mix,
-                seed,
-                run_dir,
-            )
-            for mix, seed, run_dir in jobs
-        }
+    pool = ProcessPoolExecutor(settings.workers, mp_context=get_context("spawn"), initializer=die_with_parent)
+    with pool:
+        with starting_children():  # the workers (started by submit) ignore Ctrl-C and end with this process
+            root, steps, every = str(world.root), settings.steps, settings.save_every
+            futures = {
+                pool.submit(_train_one, root, mix, seed, str(run_dir), steps, every): (mix, seed, run_dir)
+                for mix, seed, run_dir in jobs
+            }
         for future, (mix, seed, run_dir) in futures.items():
             future.result()
             (run_dir / "DONE").write_text("trained\n")

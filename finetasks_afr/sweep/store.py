@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from analysis.io import OutputLockedError, atomic_write_text, lock_holder, output_lock, try_lock
+from analysis.write_errors import writing
 from finetasks_afr.sweep.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
@@ -270,7 +271,7 @@ class SweepStore:
         Sweeps over one directory cooperate (each checkpoint is claimed by one), so the lock is held for the write
         only, never for a whole sweep; it orders these writes with those of any other writer of the directory.
         """
-        with self.directory_lock():
+        with self.directory_lock(), writing(self.root / name):  # a refused write names this file
             return atomic_write_text(self.root / name, text)
 
     @contextlib.contextmanager
