@@ -141,21 +141,110 @@ def _device(model: Any) -> Any:
     return next(model.parameters()).device
 
 
-def _logits(model: Any, keep: Any = None, **inputs: Any) -> Any:
-    """The model's logits; with `keep` (a (batch, k) index tensor), only those positions, where the model supports
-    `logits_to_keep` (else all positions, then indexed)."""
+# How a model is asked for the logits of some positions per row (`_logits`), found once per model class by
+# `_keep_path`: "native" (the model slices a 2-D `logits_to_keep` per row: transformers >= 5.21), "hook" (a
+# forward pre-hook on the output embeddings gathers each row's hidden states before the projection) or "full" (every
+# position's logits, then gathered). Tests force a path through `FORCE_KEEP_PATH`.
+KEEP_PATHS = ("native", "hook", "full")
+FORCE_KEEP_PATH: str | None = None
+_KEEP_PATH_CACHE: dict[type, str] = {}
+
+
+def _gather_hook(keep: Any, shape: tuple[int, int]) -> Callable[[Any, tuple[Any, ...]], tuple[Any, ...]]:
+    """A forward pre-hook for the output embeddings: their input `(batch, width, hidden)` becomes the hidden
+    states of the kept positions `(batch, k, hidden)`, so the projection (and any scaling or soft-capping the
+    model applies to its logits afterwards) runs on `k` positions per row, as the native 2-D `logits_to_keep`."""
     import torch
 
-    STATS.forward_passes += 1
-    if keep is not None and _accepts(model, "logits_to_keep"):
-        output = model(**inputs, logits_to_keep=keep)
-        return output
+    def gather(module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        hidden = args[0]
+        if hidden.dim() != 3 or tuple(hidden.shape[:2]) != shape:
+            raise ScoringError(
+                f"the output embeddings received hidden states of shape {tuple(hidden.shape)}, not (batch, width, "
+                f"hidden) = {shape}: this model cannot be scored through the gathering hook"
+            )
+        return (torch.take_along_dim(hidden, keep.unsqueeze(-1).to(hidden.device), dim=1), *args[1:])
+
+    return gather
+
+
+def _call(model: Any, path: str, keep: Any, inputs: dict[str, Any]) -> Any:
+    """One forward pass returning the logits of positions `keep` (a (batch, k) index tensor) per row, by `path`."""
+    import torch
+
+    if path == "native":
+        return model(**inputs, logits_to_keep=keep)
+    if path == "hook":
+        embeddings = model.get_output_embeddings()
+        shape = (int(inputs["input_ids"].shape[0]), int(inputs["input_ids"].shape[1]))
+        handle = embeddings.register_forward_pre_hook(_gather_hook(keep, shape))
+        try:
+            extra = {"logits_to_keep": 0} if _accepts(model, "logits_to_keep") else {}
+            return model(**inputs, **extra)
+        finally:
+            handle.remove()
     output = model(**inputs)
-    if keep is not None:
-        logits = output.logits
-        index = keep.unsqueeze(-1).expand(-1, -1, logits.shape[-1])
-        output.logits = torch.gather(logits, 1, index)
+    logits = output.logits
+    index = keep.to(logits.device).unsqueeze(-1).expand(-1, -1, logits.shape[-1])
+    output.logits = torch.gather(logits, 1, index)
     return output
+
+
+def _keep_path(model: Any) -> str:
+    """The cheapest way this model's class gives per-row positions' logits, probed once per class and cached.
+
+    transformers before 5.21 indexes a 2-D `logits_to_keep` as `hidden_states[:, index, :]` (every row at
+    every row's positions), which gives a wrong shape or an out-of-range index (on CUDA a device-side assert that
+    poisons the process), so the version number alone is not trusted: the model itself is run on two rows of four
+    tokens with in-range indices whose correct answer is known (the full logits, gathered), and the first path
+    that reproduces it is kept: native, then the gathering hook (same cost as native), then full logits (always
+    right, costs a `(batch, width, vocab)` tensor). Probing the class, not the version, also covers remote-code
+    models that slice their own way.
+    """
+    if FORCE_KEEP_PATH is not None:
+        if FORCE_KEEP_PATH not in KEEP_PATHS:
+            raise ScoringError(f"FORCE_KEEP_PATH must be one of {KEEP_PATHS}, got {FORCE_KEEP_PATH!r}")
+        return FORCE_KEEP_PATH
+    cached = _KEEP_PATH_CACHE.get(type(model))
+    if cached is not None:
+        return cached
+    import torch
+
+    device = _device(model)
+    vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 2)
+    ids = (torch.arange(8, dtype=torch.long).reshape(2, 4) * 7 + 1) % vocab
+    inputs = {"input_ids": ids.to(device), "attention_mask": torch.ones_like(ids).to(device)}
+    keep = torch.as_tensor([[3, 0], [1, 2]], dtype=torch.long, device=device)
+    with torch.inference_mode():
+        full = _call(model, "full", keep, inputs).logits
+        expected = full.float()
+        # Wrong positions differ by about the logits' own scale; the right ones by rounding (bf16 included).
+        tolerance = 16 * torch.finfo(full.dtype).eps * float(expected.abs().max()) + 1e-6
+        path = "full"
+        candidates = (["native"] if _accepts(model, "logits_to_keep") else []) + (
+            ["hook"] if callable(getattr(model, "get_output_embeddings", None)) else []
+        )
+        for candidate in candidates:
+            try:
+                got = _call(model, candidate, keep, inputs).logits.float()
+            except (IndexError, RuntimeError, ValueError, TypeError, AttributeError):
+                continue
+            if got.shape == expected.shape and float((got - expected).abs().max()) <= tolerance:
+                path = candidate
+                break
+    _KEEP_PATH_CACHE[type(model)] = path
+    return path
+
+
+def _logits(model: Any, keep: Any = None, **inputs: Any) -> Any:
+    """The model's logits; with `keep` (a (batch, k) index tensor), only those positions of each row, by the
+    cheapest path this model supports (`_keep_path`)."""
+    if keep is None:
+        STATS.forward_passes += 1
+        return model(**inputs)
+    path = _keep_path(model)
+    STATS.forward_passes += 1
+    return _call(model, path, keep, inputs)
 
 
 def _scored(logits: Any, targets: Any, keep_tokens: bool) -> Scored:
