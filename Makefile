@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval test-transformers-oldest
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -121,11 +121,32 @@ test-lm-eval: install
 	LMEVAL_VENV=$(LMEVAL_VENV) bash scripts/lmeval_env.sh
 	VENV=$(VENV) $(LMEVAL_VENV)/bin/python scripts/check_lm_eval.py --cli $(abspath $(CLI)) --make $(MAKE) --out out/lm-eval-check
 
+## The scoring core on the oldest transformers pyproject.toml allows (4.54.0: a 2-D logits_to_keep is not sliced per
+## row there, so the core's probe must pick its gathering hook), in its own .venv-tf-oldest with only the core's stack
+## (scripts/tf_oldest_env.sh): tests/test_transformers_compat.py, every path against full logits (about 1-2 minutes).
+TF_OLDEST_VENV ?= .venv-tf-oldest
+test-transformers-oldest:
+	TF_OLDEST_VENV=$(TF_OLDEST_VENV) bash scripts/tf_oldest_env.sh
+	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformers_compat.py
+
 ## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 6.3M-parameter Llama: our engine
 ## and lighteval's path (identical metrics asserted) against bare forward passes -> out/bench/suite.json
 ## (about 10-15 minutes on 2 cores).
 bench-suite: install
 	$(PY) bench/bench_suite.py --max-samples 4 --out out/bench/suite.json
+
+## A slice of every bench (CI runs it before `make test`): fails on any result difference between the two sides of
+## a bench, never on speed (a slice's times say nothing about the goals). A bench target that fails on main is a
+## defect this catches first: the suite slice holds the translation log-likelihood tasks whose stderrs once differed.
+SMOKE_OUT ?= out/bench/smoke
+SMOKE_SUITE_TASKS ?= flores_mt_en2xx_ll_afr,flores_mt_en2xx_ll_aeb,flores_mt_xx2en_ll_hau,flores_mt_xx2en_ll_yor,afrisenti_amh_cf,afrisenti_amh_mcf,afrisenti_amh_hybrid,flores_ppl_hau
+bench-smoke: install
+	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
+	$(PY) bench/bench_analysis.py --tasks 10 --runs 4 --seeds 3 --steps 10 --repeats 1 --no-targets
+	$(PY) bench/bench_pmi.py --docs 32 --repeats 1
+	$(PY) bench/bench_kpppl.py --lengths 16 --fractions 0.15 --repeats 1
+	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT) --limit-tasks 6 --limit-checkpoints 1 --out $(SMOKE_OUT)/sweep.json
+	$(PY) bench/bench_suite.py --max-samples 4 --bare-repeats 1 --tasks '$(SMOKE_SUITE_TASKS)' --out $(SMOKE_OUT)/suite.json
 
 ## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/test_afrobench_coverage.py checks it).
 coverage-table: install
