@@ -3,6 +3,10 @@
 Each implementation runs in its own child process (same synthetic table, generated there) so that peak
 memory is its own. Prints both times, the ratio and peak memory, and asserts equal statistics.
 Absolute times on a shared 2-core machine are noisy; the ratio is measured in the same run.
+
+`--no-targets` with a small shape is the slice `make bench-smoke` runs in CI: the statistics of both
+implementations must still be equal (an assertion fails otherwise), but the speed targets are not checked, since
+a table of a few thousand rows times start-up costs, not the analysis.
 """
 
 from __future__ import annotations
@@ -147,6 +151,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="also write the measurements here")
+    parser.add_argument(
+        "--no-targets", action="store_true", help="a slice (make bench-smoke): check equal results, not the speed"
+    )
     args = parser.parse_args()
     shape = {
         "n_tasks": args.tasks,
@@ -178,6 +185,9 @@ def main() -> None:
             "ratio": ratio,
         }
         args.json.write_text(json.dumps(summary, indent=2))
+    if args.no_targets:
+        print("targets not checked (--no-targets: a slice, whose times say nothing about them)")
+        return
     failures = []
     if fast["best"]["total"] >= TARGET_SECONDS:
         failures.append(f"total {fast['best']['total']:.2f} s >= {TARGET_SECONDS} s")

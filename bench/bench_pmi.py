@@ -15,6 +15,9 @@ inside it (model: tokenising, batching, forward), and the wall time of `evaluate
 prediction cache, which lighteval writes to parquet and reads back). `bare forward` is the time of plain batched
 forward passes + log-softmax + gather on the same token sequences (no lighteval), as the floor.
 
+The dedup must not change a score: the run fails (exit 1) when the two fixed variants' scores differ, so the
+small slice `make bench-smoke` runs in CI (`--docs 32 --repeats 1`) guards that.
+
 The built-in task registry is replaced by the custom task alone (it downloads a file at import when offline and
 costs ~10 s); that happens before the timed part.
 """
@@ -223,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         f"\nunconditioned continuations: {dedup_row[1]} with dedup vs {naive_row[1]} without "
         f"({naive_row[1] / max(dedup_row[1], 1):.0f}x fewer); same scores: {dedup_row[5] == naive_row[5]}"
     )
+    if dedup_row[5] != naive_row[5]:
+        print(f"RESULTS DIFFER: dedup {dedup_row[5]} vs no dedup {naive_row[5]}")
+        return 1
     return 0
 
 

@@ -8,7 +8,12 @@ and amortised over its checkpoints). Both score tables are collected and must be
 otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours)
 and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), and each worker's peak memory.
 
-    python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1]
+    python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--limit-tasks N] [--limit-checkpoints N]
+
+The limits take a slice (the world's first N tasks, the run's first N checkpoints): `make bench-smoke` runs one
+in CI so that a change that makes the engines' scores differ fails there, not first in a full bench run. A
+slice's ratios say nothing about the goals (start-up is amortised over fewer checkpoints); its identity check is
+the same as the full run's.
 """
 
 from __future__ import annotations
@@ -34,8 +39,16 @@ sys.path.insert(0, str(PROJECT))
 ENGINES = ("lighteval", "finetasks")
 
 
-def worker(demo: Path, run: str, engine: str, out_dir: Path) -> dict:
-    """Sweep one demo run with `engine` in this process; the timings and this process's peak memory."""
+def worker(
+    demo: Path,
+    run: str,
+    engine: str,
+    out_dir: Path,
+    limit_tasks: int | None = None,
+    limit_checkpoints: int | None = None,
+) -> dict:
+    """Sweep one demo run with `engine` in this process; the timings and this process's peak memory. The limits
+    keep the world's first tasks and the run's first checkpoints only (the smoke slice)."""
     os.environ.setdefault("TQDM_DISABLE", "1")
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
@@ -45,8 +58,8 @@ def worker(demo: Path, run: str, engine: str, out_dir: Path) -> dict:
 
     world = World.load(demo / "world")
     os.environ[WORLD_ENV] = str(world.root.resolve())
-    tasks = [f"{task.name}|0" for task in world.tasks]
-    checkpoints = discover([str(demo / "checkpoints" / run)]).checkpoints
+    tasks = [f"{task.name}|0" for task in world.tasks][:limit_tasks]
+    checkpoints = discover([str(demo / "checkpoints" / run)]).checkpoints[:limit_checkpoints]
     spec = SweepSpec(tasks=tasks, out_dir=str(out_dir), custom_tasks=DEMO_TASKS_MODULE, max_length=512,
                      env={WORLD_ENV: str(world.root.resolve())}, torch_threads=1, engine=engine)  # fmt: skip
     started = time.perf_counter()
@@ -107,11 +120,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--demo", type=Path, default=PROJECT / "out" / "demo")
     parser.add_argument("--run", default="mix-a/seed-1", help="run folder under DEMO/checkpoints")
     parser.add_argument("--out", type=Path, default=PROJECT / "out" / "bench" / "sweep.json")
+    parser.add_argument("--limit-tasks", type=int, default=None, help="only the world's first N tasks (a slice)")
+    parser.add_argument("--limit-checkpoints", type=int, default=None, help="only the run's first N checkpoints")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     parser.add_argument("--sweep-dir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.demo, args.run, args.worker, args.sweep_dir)))
+        report = worker(args.demo, args.run, args.worker, args.sweep_dir, args.limit_tasks, args.limit_checkpoints)
+        print(json.dumps(report))
         return 0
     if not (args.demo / "checkpoints" / args.run).is_dir():
         print(f"error: {args.demo / 'checkpoints' / args.run} does not exist; run `make demo` first", file=sys.stderr)
@@ -122,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
             sweep_dir = Path(scratch) / engine
             command = [sys.executable, __file__, "--demo", str(args.demo), "--run", args.run, "--worker", engine,
                        "--sweep-dir", str(sweep_dir)]  # fmt: skip
+            for flag, value in (("--limit-tasks", args.limit_tasks), ("--limit-checkpoints", args.limit_checkpoints)):
+                command += [flag, str(value)] if value is not None else []
             done = subprocess.run(command, check=True, capture_output=True, text=True)
             reports[engine] = json.loads(done.stdout.strip().splitlines()[-1])
         agreement = compare(Path(scratch) / "lighteval", Path(scratch) / "finetasks")
