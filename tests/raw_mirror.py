@@ -23,6 +23,11 @@ from finetasks_afr.mirror import MirrorReport, import_raw
 _BUILT: dict[Path, tuple[Path, MirrorReport]] = {}
 
 
+EMPTY_RELEASE_ROWS: dict[tuple[str, str], tuple[int, ...]] = {("mafand", "en-amh"): (15,)}
+"""Test rows (by position) with no visible text, turned down by every task of their config: MAFAND en-amh row 15
+holds only U+202A (LEFT-TO-RIGHT EMBEDDING) on both sides, empty once `clean()` drops format characters."""
+
+
 def raw_mirror(shared_data: Path, factory: pytest.TempPathFactory) -> tuple[Path, MirrorReport]:
     """The mirror `import_raw(shared_data, ...)` builds (every dataset with a raw release) and its report, built on
     the first call of the session. Do not write into it: use `overlay`."""

@@ -33,7 +33,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
 
 import pytest  # noqa: E402
-from raw_mirror import mirror_files, raw_mirror, read_jsonl  # noqa: E402
+from raw_mirror import EMPTY_RELEASE_ROWS, mirror_files, raw_mirror, read_jsonl  # noqa: E402
 
 from finetasks_afr.mirror import MirrorReport, import_raw  # noqa: E402
 
@@ -211,16 +211,17 @@ def test_ntrex_file_names_and_scripts_against_the_hub_configs(shared_data: Path)
 # ------------------------------------------------------------------------------------------ direction
 
 _QUERY = re.compile(r"(?P<source_tag>[A-Z]+): (?P<source>.*) (?P<target_tag>[A-Z]+):", flags=re.DOTALL)
-_INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad\ufe00-\ufe0f]")
+_VARIATION_SELECTORS = re.compile("[\ufe00-\ufe0f]")
 PIVOT_TAGS = {"en": "EN", "fr": "FR"}
 
 
 def normalise(text: str) -> str:
     """What the suite's cleaning and lighteval's translation template may do to a release's text, and nothing more:
-    NFC, no zero-width characters / BOM / soft hyphen / variation selectors, escaped line breaks as spaces, single
+    NFC, no format (Cf) or private-use (Co) characters / variation selectors, escaped line breaks as spaces, single
     spaces, trimmed (the suite's `clean`); the first letter upper-cased and the final punctuation mark replaced by
     the language's own (the template: `com` -> `Com`, Amharic `2ኛ.` -> `2ኛ።`), so both are forgiven."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFC", text))
+    text = "".join(c for c in text if unicodedata.category(c) not in ("Cf", "Co"))  # by category, joiners too
+    text = unicodedata.normalize("NFC", _VARIATION_SELECTORS.sub("", text))
     text = " ".join(re.sub(r"\\[nrt]", " ", text).split())
     while text and unicodedata.category(text[-1]).startswith("P"):
         text = text[:-1].rstrip()
@@ -241,8 +242,11 @@ def direction_problems(config: Any, pairs: list[tuple[str, str]], rows: list[dic
     for index, ((pivot_text, own_text), row) in enumerate(zip(pairs, rows, strict=True)):
         source, reference = (pivot_text, own_text) if pivot_first else (own_text, pivot_text)
         doc = config.prompt_function(dict(row), config.name)
-        if doc is None:
-            problems.append(f"{config.name} row {index}: turned down")
+        empty = index in EMPTY_RELEASE_ROWS.get((TASK_INFO[config.name].dataset, config.hf_subset), ())
+        if empty != (doc is None):
+            what = "turned down" if doc is None else "has no visible text, yet was not turned down"
+            problems.append(f"{config.name} row {index}: {what}")
+        if doc is None or empty:
             continue
         match = _QUERY.fullmatch(doc.query)
         golds = [normalise(gold) for gold in doc.get_golds()]
