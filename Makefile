@@ -139,7 +139,7 @@ bench-suite: install
 ## a bench, never on speed (a slice's times say nothing about the goals). A bench target that fails on main is a
 ## defect this catches first: the suite slice holds the translation log-likelihood tasks whose stderrs once differed.
 SMOKE_OUT ?= out/bench/smoke
-SMOKE_SUITE_TASKS ?= flores_mt_en2xx_ll_afr,flores_mt_en2xx_ll_aeb,flores_mt_xx2en_ll_hau,flores_mt_xx2en_ll_yor,afrisenti_amh_cf,afrisenti_amh_mcf,afrisenti_amh_hybrid,flores_ppl_hau
+SMOKE_SUITE_TASKS ?= flores_mt_en2xx_ll_afr,flores_mt_en2xx_ll_aeb,flores_mt_xx2en_ll_hau,flores_mt_xx2en_ll_yor,afrisenti_amh_cf,afrisenti_amh_mcf,afrisenti_amh_hybrid,flores_ppl_hau,winogrande_afr_tsn_cf
 bench-smoke: install
 	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
 	$(PY) bench/bench_analysis.py --tasks 10 --runs 4 --seeds 3 --steps 10 --repeats 1 --no-targets

@@ -66,6 +66,14 @@ decision: the analysis compares stderr-based statistics (SNR, non-randomness sig
 and a change of 1e-6 of the score moves a verdict only for a statistic sitting on its threshold to that
 precision. A real bug in the stderr (another resampling, another estimator) moves it by percents.
 
+Rounding ties. On a random model two choices can score within 1e-7 relative of each other (Winogrande's partial
+scoring: the two contexts differ by one name, and `winogrande_afr_tsn_cf` document 518 scores -122.319427 vs
+-122.319435 on lighteval's path, -122.319443 vs -122.319435 on ours), and the same rounding then picks the other
+choice: acc 0.75 vs 0.5 at 4 documents. Each worker records every document's log-probabilities and per-sample
+metrics (lighteval's `DetailsLogger`); a differing metric is a tie, listed apart in `rounding_tie_flips` and not
+failing the run, only when every document whose per-sample value differs has all its log-probabilities equal
+between the paths to 1e-6 relative. Any other per-document difference stays a failure.
+
 `--tasks PATTERNS` (comma-separated fnmatch patterns) takes a slice of the suite: `make bench-smoke` runs one in
 CI that includes translation log-likelihood tasks, so that a result difference fails there first.
 """
@@ -82,6 +90,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
@@ -216,6 +225,7 @@ def _evaluate(spec: dict, engine: str) -> dict:
         scoring.score_choices, scoring.score_rows = original_choices, original_rows
     stats = dict(vars(scoring.STATS))
     results = pipeline.get_results()["results"]
+    documents = document_records(pipeline.evaluation_tracker.details_logger.details)
     out = {
         "engine": engine,
         "evaluate_seconds": evaluate_seconds,
@@ -225,6 +235,7 @@ def _evaluate(spec: dict, engine: str) -> dict:
         "peak_rss_mib": peak_rss_mib(),
         "scoring_stats": stats,
         "results": results,
+        "documents": documents,
     }
     if engine == "finetasks":
         out["tokens_forwarded"] = stats["tokens_fed"]
@@ -335,15 +346,72 @@ def worker(kind: str, spec_path: Path, out_path: Path) -> int:
 # ------------------------------------------------------------------------------------------- main
 
 
-def compare_results(theirs: dict, mine: dict) -> tuple[list[str], dict[str, int]]:
-    """Every metric that differs, and how many values were compared under each rule (`FUZZY_METRICS`, module
-    docstring): exactly; 1e-6 relative for a perplexity or bits-per-byte score; and for its `_stderr`, 1e-6
-    relative or within 1e-6 x the score itself (the score's own tolerance carried over in the score's units, the
-    bound a stderr inherits from per-document values that agree to 1e-6 relative)."""
+def document_records(details: dict[str, list[Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per task and document (lighteval's `DetailsLogger.details`): the log-probabilities the model returned and
+    the per-sample metric values, the evidence `tie_flips` reads. Keyed by the document's id, in order."""
+    records: dict[str, dict[str, dict[str, Any]]] = {}
+    for task, entries in details.items():
+        per_doc: dict[str, dict[str, Any]] = {}
+        for position, detail in enumerate(entries):
+            response = detail.model_response
+            key = str(detail.doc.id) if str(detail.doc.id) not in per_doc else f"{detail.doc.id}#{position}"
+            per_doc[key] = {
+                "logprobs": [float(x) for x in response.logprobs or []],
+                "unconditioned": [float(x) for x in response.unconditioned_logprobs or []],
+                "metric": {
+                    name: float(value)
+                    for name, value in detail.metric.items()
+                    if isinstance(value, int | float) and not isinstance(value, complex)
+                },
+            }
+        records[task.replace("|", ":")] = per_doc
+    return records
+
+
+def tie_flips(theirs: dict, mine: dict, task: str, metric: str) -> list[str] | None:
+    """The documents whose per-sample `metric` (a `_stderr` reads its score's) differs between the two paths, when
+    every one of them is a rounding tie: each log-probability (conditioned and unconditioned) of the document
+    agrees between the paths within `FUZZY_TOLERANCE` relative, so only float rounding decided which choice won.
+    None when any differing document is not such a tie (a real difference), or when no document explains it."""
     import math
 
-    differences = []
+    base = metric.removesuffix("_stderr")
+    left, right = theirs.get(task, {}), mine.get(task, {})
+    if not left or set(left) != set(right):
+        return None
+    flipped = []
+    for doc, record in left.items():
+        other = right[doc]
+        a, b = record["metric"].get(base), other["metric"].get(base)
+        if a == b:
+            continue
+        fields = ("logprobs", "unconditioned")
+        if a is None or b is None or any(len(record[field]) != len(other[field]) for field in fields):
+            return None
+        values = [(x, y) for field in fields for x, y in zip(record[field], other[field], strict=True)]
+        if not all(math.isclose(x, y, rel_tol=FUZZY_TOLERANCE) for x, y in values):
+            return None
+        flipped.append(doc)
+    return flipped or None
+
+
+def compare_results(
+    theirs: dict, mine: dict, their_documents: dict | None = None, my_documents: dict | None = None
+) -> tuple[list[str], dict[str, int], list[str]]:
+    """Every metric that differs, how many values were compared under each rule (`FUZZY_METRICS`, module
+    docstring): exactly; 1e-6 relative for a perplexity or bits-per-byte score; and for its `_stderr`, 1e-6
+    relative or within 1e-6 x the score itself (the score's own tolerance carried over in the score's units, the
+    bound a stderr inherits from per-document values that agree to 1e-6 relative); and the differences that are
+    rounding ties (`tie_flips`, with the documents), listed apart. The "all" averages' difference in a metric is a
+    tie when every task's difference in that metric is one."""
+    import math
+
+    differences: list[str] = []
+    ties: list[str] = []
+    tied_metrics: set[str] = set()
+    untied_metrics: set[str] = set()
     compared = {"exact": 0, "rel_1e-6": 0, "stderr_1e-6_of_score": 0}
+    averages: list[tuple[str, object, object]] = []
     for task in sorted(set(theirs) | set(mine)):
         if task not in theirs or task not in mine:
             differences.append(f"{task}: only in {'ours' if task in mine else 'lighteval'}")
@@ -359,9 +427,24 @@ def compare_results(theirs: dict, mine: dict) -> tuple[list[str], dict[str, int]
             floats = isinstance(a, float) and isinstance(b, float)
             absolute = FUZZY_TOLERANCE * abs(score) if stderr_rule and isinstance(score, float) else 0.0
             same = (a == b) or (fuzzy and floats and math.isclose(a, b, rel_tol=FUZZY_TOLERANCE, abs_tol=absolute))
-            if not same:
+            if same:
+                continue
+            if task == "all":
+                averages.append((metric, a, b))
+                continue
+            flipped = tie_flips(their_documents or {}, my_documents or {}, task, metric)
+            if flipped is None:
+                untied_metrics.add(metric)
                 differences.append(f"{task} {metric}: lighteval {a!r}, ours {b!r}")
-    return differences, compared
+            else:
+                tied_metrics.add(metric)
+                ties.append(f"{task} {metric}: lighteval {a!r}, ours {b!r}; rounding ties in documents {flipped}")
+    for metric, a, b in averages:
+        if metric in tied_metrics and metric not in untied_metrics:
+            ties.append(f"all {metric}: lighteval {a!r}, ours {b!r}; the average of tasks with rounding ties")
+        else:
+            differences.append(f"all {metric}: lighteval {a!r}, ours {b!r}")
+    return differences, compared, ties
 
 
 def _subprocess(kind: str, spec_path: Path, work: Path) -> tuple[dict, float]:
@@ -447,7 +530,9 @@ def main(argv: list[str] | None = None) -> int:
 
         parameters = sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model_dir).parameters())
 
-    differences, compared = compare_results(theirs.pop("results"), ours.pop("results"))
+    differences, compared, ties = compare_results(
+        theirs.pop("results"), ours.pop("results"), theirs.pop("documents"), ours.pop("documents")
+    )
     report = {
         "suite_ratio_vs_bare_forward": ours["evaluate_seconds"] / bare["seconds"],
         "lighteval_ratio_vs_bare_forward": theirs["evaluate_seconds"] / bare["seconds"],
@@ -463,6 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_mib_bare": bare["peak_rss_mib"],
         "results_identical": not differences,
         "result_differences": differences,
+        "rounding_tie_flips": ties,
         "metric_values_compared": compared,
         "runs": {"finetasks": ours, "lighteval": theirs, "bare": bare},
         "process_wall_seconds": {"finetasks": ours_wall, "bare": bare_wall, "lighteval": theirs_wall},
@@ -496,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['tokens_forwarded']} vs {report['tokens_forwarded_lighteval']} (bare {report['tokens_bare']})"
     )
     print(f"wrote {args.out}")
+    if ties:
+        print(f"{len(ties)} metric(s) differ only by rounding ties (logprobs within 1e-6):", *ties[:20], sep="\n  ")
     if differences:
         print(f"RESULTS DIFFER in {len(differences)} metric(s):", *differences[:20], sep="\n  ")
         return 1
