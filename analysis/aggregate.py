@@ -86,15 +86,65 @@ def aggregate(
     """
     notes: list[str] = []
     _check_columns(table, TABLE_COLUMNS, "score table")
-    selection = _usable_selection(_normalise_selection(selected), notes)
+    selection = usable_selection(selected, notes)
+    runs = table.select(pl.col("run").unique().sort())
+    return aggregate_task_scores(task_scores(table, selection, step), selection, runs, config, step, notes, table)
+
+
+@dataclass
+class TaskScores:
+    """What aggregation needs from the score table, per (run, task) of the selection: all later steps use only this.
+
+    Attributes:
+        stats: run, task, last (the step scored), seeds_all, language, category, n_bad (non-finite scores).
+        scores: run, task, step, score (mean over seeds), baseline, n_seeds, seeds_all; sorted by run, task.
+
+    Every row depends on one task's rows only, so the TaskScores of partitions holding whole tasks, concatenated
+    (`concat_task_scores`), equal the whole table's: the streaming path (analysis.streaming) relies on this.
+    """
+
+    stats: pl.DataFrame
+    scores: pl.DataFrame
+
+
+def task_scores(table: pl.DataFrame, selected: pl.DataFrame, step: int | None = None) -> TaskScores:
+    """Per (run, task) of `selected` (task, fewshot, metric): the step to score and the mean over seeds there."""
+    selection = _normalise_selection(selected)
     rows = _selected_rows(table, selection)
     stats = _run_task_stats(rows, step)
+    return TaskScores(stats, _task_scores(rows, stats))
+
+
+def concat_task_scores(parts: list[TaskScores]) -> TaskScores:
+    """The TaskScores of partitions with disjoint tasks as one, in the order `task_scores` gives."""
+    return TaskScores(
+        pl.concat([p.stats for p in parts], how="vertical_relaxed"),
+        pl.concat([p.scores for p in parts], how="vertical_relaxed").sort("run", "task"),
+    )
+
+
+def aggregate_task_scores(
+    scored: TaskScores,
+    selected: pl.DataFrame,
+    runs: pl.DataFrame,
+    config: AggregateConfig,
+    step: int | None,
+    notes: list[str],
+    table: pl.DataFrame | pl.LazyFrame,
+) -> AggregateResult:
+    """`aggregate` from per-(run, task) scores: `selected` is the usable selection, `runs` every run of the table
+    (one column, sorted), `table` is read only to describe selected rows it lacks."""
+    selection = _normalise_selection(selected)
+    stats = scored.stats.join(selection.select("task"), on="task", how="semi")
     _check_found(stats, selection, table)
     tasks = _task_info(stats)
-    task_scores = _task_scores(rows, stats, notes)
-    task_scores, tasks = _drop_unrescalable(task_scores, tasks, notes)
-    rescaled = _rescale(task_scores, config.clip_below_baseline)
-    runs = table.select(pl.col("run").unique().sort())
+    n_bad = int(stats.get_column("n_bad").sum())
+    if n_bad:
+        notes.append(f"{n_bad} row(s) with a missing or non-finite score ignored")
+    scores = scored.scores.join(selection.select("task"), on="task", how="semi").sort("run", "task")
+    _note_partial_seeds(scores, notes)
+    kept_scores, tasks = _drop_unrescalable(scores.drop("seeds_all"), tasks, notes)
+    rescaled = _rescale(kept_scores, config.clip_below_baseline)
     complete = _complete_languages(rescaled, tasks, runs, step, notes)
     category_scores = _category_scores(rescaled, tasks, complete)
     language_scores = _language_scores(category_scores)
@@ -112,6 +162,16 @@ def write_ranking(result: AggregateResult, out_dir: Path) -> Path:
 
 
 # --- selection -----------------------------------------------------------------------------------------
+
+
+def usable_selection(selected: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
+    """The selection's keys, one row per task, without the metrics that cannot be rescaled (a note for each)."""
+    return _usable_selection(_normalise_selection(selected), notes)
+
+
+def rankable(selected: pl.DataFrame) -> bool:
+    """Whether any selected metric can enter the ranking: a known higher-is-better one (not a perplexity)."""
+    return any((info := metric_info(m)) is not None and info.higher_is_better for m in selected.get_column("metric"))
 
 
 def _check_columns(frame: pl.DataFrame, required: tuple[str, ...], what: str) -> None:
@@ -159,7 +219,7 @@ def _selected_rows(table: pl.DataFrame, selection: pl.DataFrame) -> pl.DataFrame
     return table.lazy().select(TABLE_COLUMNS).join(selection.lazy(), on=list(SELECTION_COLUMNS), how="semi").collect()
 
 
-def _check_found(stats: pl.DataFrame, selection: pl.DataFrame, table: pl.DataFrame) -> None:
+def _check_found(stats: pl.DataFrame, selection: pl.DataFrame, table: pl.DataFrame | pl.LazyFrame) -> None:
     """Fail on selected rows absent from the table, naming them and what the table has for the task."""
     absent = selection.join(stats.select("task").unique(), on="task", how="anti").sort(SELECTION_COLUMNS)
     if absent.is_empty():
@@ -219,18 +279,16 @@ def _run_task_stats(rows: pl.DataFrame, step: int | None) -> pl.DataFrame:
         pl.col("seed").n_unique().alias("seeds_all"),
         pl.col("language").first(),
         pl.col("category").first(),
+        (~_FINITE).sum().alias("n_bad"),
     )
 
 
-def _task_scores(rows: pl.DataFrame, stats: pl.DataFrame, notes: list[str]) -> pl.DataFrame:
-    """run, task, step, score, baseline, n_seeds: the mean over seeds at the step to score.
+def _task_scores(rows: pl.DataFrame, stats: pl.DataFrame) -> pl.DataFrame:
+    """run, task, step, score, baseline, n_seeds, seeds_all: the mean over seeds at the step to score.
 
     A (run, task) with no finite score at that step is left out: for the language it is a missing task.
     """
-    n_bad = int(rows.select((~_FINITE).sum()).item())
-    if n_bad:
-        notes.append(f"{n_bad} row(s) with a missing or non-finite score ignored")
-    scores = (
+    return (
         rows.lazy()
         .join(stats.lazy().select(*_PER, "last", "seeds_all"), on=list(_PER))
         .filter((pl.col("step") == pl.col("last")) & _FINITE)
@@ -246,8 +304,6 @@ def _task_scores(rows: pl.DataFrame, stats: pl.DataFrame, notes: list[str]) -> p
         )
         .collect()
     )
-    _note_partial_seeds(scores, notes)
-    return scores.drop("seeds_all")
 
 
 def _note_partial_seeds(scores: pl.DataFrame, notes: list[str]) -> None:

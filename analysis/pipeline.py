@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.aggregate import AggregateResult, aggregate, write_ranking
+from analysis.aggregate import AggregateResult, aggregate, rankable, write_ranking
 from analysis.config import Config
 from analysis.english_gap import EnglishGap, display_rows, english_gap, write_english_gap
 from analysis.io import (
@@ -29,7 +29,6 @@ from analysis.io import (
     staged_directory,
     write_csv_atomic,
 )
-from analysis.metrics import metric_info
 from analysis.plots import (
     plot_consistency_forest,
     plot_criteria_overview,
@@ -150,8 +149,7 @@ def _ranking(table: pl.DataFrame, selection: Selection, config: Config) -> Aggre
     scored by a lower-is-better metric (bits per byte, perplexities), which has no random baseline to rescale to.
     The report then says there is no ranking; before, `select` stopped with a traceback."""
     chosen = selected_metrics(selection)
-    rankable = any((info := metric_info(m)) is not None and info.higher_is_better for m in chosen.get_column("metric"))
-    return aggregate(table, chosen, config.aggregate) if rankable else None
+    return aggregate(table, chosen, config.aggregate) if rankable(chosen) else None
 
 
 def run_aggregate(

@@ -74,9 +74,15 @@ class Selection:
 
 def select(signal: pl.DataFrame, config: Config) -> Selection:
     """Apply the thresholds, choose a metric per task, build suites and coverage flags."""
-    decisions = _choose(_judge(signal, config), config)
+    decisions = decide(signal, config)
     suites = {key: text for key, text in _suites(decisions, config).items() if text}
     return Selection(decisions=decisions, suites=suites, coverage=_coverage(decisions, config))
+
+
+def decide(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """The decision rows of `select` alone: one per (task, fewshot, metric), each task's choice made among its own
+    rows only, so the decisions of a part of the signal holding whole tasks are that part of the whole's."""
+    return _choose(_judge(signal, config), config)
 
 
 # ----------------------------------------------------------------------------------------- criteria

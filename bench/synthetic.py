@@ -8,8 +8,11 @@ property and equivalence tests of the signal statistics.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
+import pyarrow.parquet as pq
 
 from analysis.table import SCHEMA
 
@@ -70,13 +73,69 @@ def make_synthetic_table(
     1 / n_items (an accuracy over n_items questions); stderr = sqrt(p (1 - p) / n_items).
     Steps run from 1000 to 50000, tokens = step * 1,048,576.
     """
+    _check_shape(n_tasks, n_metrics, n_runs, n_seeds, n_steps)
+    rng = np.random.default_rng(seed)
+    return _sweep(_task_catalogue(n_tasks), rng, n_metrics, n_runs, n_seeds, n_steps)
+
+
+def write_synthetic_parquet(
+    path: Path,
+    n_tasks: int,
+    n_metrics: int = 4,
+    n_runs: int = 10,
+    n_seeds: int = 4,
+    n_steps: int = 50,
+    seed: int = 0,
+    chunk_rows: int = 2_000_000,
+) -> int:
+    """Write the same kind of sweep as `make_synthetic_table` to parquet, a chunk of tasks at a time.
+
+    Memory stays at one chunk (a 100M-row table would need ~30 GB at once). Tasks are written in name order,
+    so each row group spans a narrow range of task names and a reader filtering on a range of names skips the
+    rest. Run quality is drawn once and shared by every chunk, as in the one-frame table; the task-level
+    draws come from one generator per chunk. Returns the number of rows written.
+    """
+    _check_shape(n_tasks, n_metrics, n_runs, n_seeds, n_steps)
+    catalogue = sorted(_task_catalogue(n_tasks))
+    quality = np.random.default_rng([seed, 1]).permutation(np.linspace(-1.0, 1.0, n_runs))
+    per_chunk = max(1, chunk_rows // (n_metrics * n_runs * n_seeds * n_steps))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for i, start in enumerate(range(0, n_tasks, per_chunk)):
+            rng = np.random.default_rng([seed, 2, i])
+            chunk = _sweep(catalogue[start : start + per_chunk], rng, n_metrics, n_runs, n_seeds, n_steps, quality)
+            arrow = chunk.to_arrow(compat_level=pl.CompatLevel.oldest())
+            if writer is None:
+                writer = pq.ParquetWriter(path, arrow.schema)
+            writer.write_table(arrow, row_group_size=1_000_000)
+            written += chunk.height
+    finally:
+        if writer is not None:
+            writer.close()
+    return written
+
+
+def _check_shape(n_tasks: int, n_metrics: int, n_runs: int, n_seeds: int, n_steps: int) -> None:
     if not 1 <= n_metrics <= len(MC_METRICS):
         raise ValueError(f"n_metrics must be between 1 and {len(MC_METRICS)}, got {n_metrics}")
     if min(n_tasks, n_runs, n_seeds, n_steps) < 1:
         raise ValueError("n_tasks, n_runs, n_seeds and n_steps must be >= 1")
-    rng = np.random.default_rng(seed)
-    T, M, R, S, K = n_tasks, n_metrics, n_runs, n_seeds, n_steps
-    catalogue = _task_catalogue(T)
+
+
+def _sweep(
+    catalogue: list[tuple[str, str, str, str, str, float]],
+    rng: np.random.Generator,
+    n_metrics: int,
+    n_runs: int,
+    n_seeds: int,
+    n_steps: int,
+    quality: np.ndarray | None = None,
+) -> pl.DataFrame:
+    """The rows of `catalogue`'s tasks; `quality` (per run) is drawn here unless given (a chunked table)."""
+    T, M, R, S, K = len(catalogue), n_metrics, n_runs, n_seeds, n_steps
     baseline = np.array([t[5] for t in catalogue])
     is_gen = np.array([t[4] == "GEN" for t in catalogue])
 
@@ -96,7 +155,8 @@ def make_synthetic_table(
 
     # Metric and run parameters.
     gain_tm = gain_t[:, None] * rng.uniform(0.75, 1.1, (T, M))
-    quality = rng.permutation(np.linspace(-1.0, 1.0, R))
+    if quality is None:
+        quality = rng.permutation(np.linspace(-1.0, 1.0, R))
     q_tr = quality[None, :] + rng.normal(0.0, 0.3, (T, R))
 
     b5 = baseline[:, None, None, None, None]
