@@ -16,17 +16,27 @@ the same numbers wherever it is scored:
   it, so every token after the first window sees at least `max_length - stride` tokens of context. Perplexity tasks,
   `recommend` and the LongPPL teacher all use this rule; a text shorter than `max_length` is scored with its whole
   left context by all of them.
-- `score_continuations`: (context, continuation) pairs, lighteval's log-likelihood requests. Pairs with the same
-  context tokens share one forward pass of the context: the context is run once with `use_cache=True`, its last
-  logits score every continuation's first token, and the rest of each continuation runs on a copy of the
-  context's keys/values (`batch_select_indices`) with the context's attention mask and explicit
-  `position_ids = context length + arange`, so right padding of shorter contexts changes nothing. A single-token
-  continuation (MCF letters) needs no pass of its own. Pairs whose context plus continuation exceed `max_length`
-  are scored as lighteval scores them (`context + continuation` cut from the left to `max_length`, each choice a
-  row of its own, because each then sees a different prefix), and so are pairs without a context token.
+- `score_choices` / `score_continuations`: (context, [continuations]) documents, lighteval's log-likelihood
+  requests. Documents with the same context tokens (across tasks) form one group, and a group is scored by one of
+  three strategies chosen by `_strategy` (all equal to full logits in float32, tests/test_scoring_strategies.py):
+  - "packed" (the default wherever the model passes `_packs`'s probe): the context and every continuation without
+    its last token in one row, under a block attention mask (a continuation sees the context and its own earlier
+    tokens) with position ids restarting at the context's length for each continuation; the context's last
+    position scores every continuation's first token. One forward pass per batch of documents, each context and
+    continuation token fed once, no key/value copies. A single-token continuation (MCF letters) adds nothing to
+    the row, so MCF packs to its bare contexts. A row holds at most max(`PACK_ROW_MIN`, 2 x context) tokens.
+  - "shared" (a model that fails the probe, e.g. one that ignores a 4-D mask): the context once with
+    `use_cache=True`, its last logits score every first token, and the rest of each continuation runs on a copy
+    of the context's keys/values (`batch_select_indices`) with explicit `position_ids`.
+  - "rows": one whole row per continuation through `score_rows` (forced only; `bench/bench_core.py` times it).
+  Pairs whose context plus continuation exceed `max_length` are scored as lighteval scores them
+  (`context + continuation` cut from the left to `max_length`, each choice a row of its own, because each then
+  sees a different prefix), and so are pairs without a context token.
 
-Batching: rows (or contexts) are sorted by length, longest first, across everything passed in one call (all tasks
-of a pipeline run), and batched by `batch_size` rows. `STATS` counts the tokens actually fed to the model.
+Batching: rows (contexts, packed rows) are sorted by length, longest first, across everything passed in one call
+(all tasks of a pipeline run), and batched by `batch_size` rows; a batch of packed rows also holds no more padded
+tokens than `batch_size` of its whole rows (context + longest continuation), the memory the engine sized
+`batch_size` for. `STATS` counts the tokens actually fed to the model.
 """
 
 from __future__ import annotations
@@ -62,6 +72,7 @@ class ScoringStats:
     shared_contexts: int = 0  # contexts run once for several continuations
     continuations: int = 0  # continuations scored on a shared context
     fallback_rows: int = 0  # continuation rows scored whole (truncated or context-less)
+    packed_rows: int = 0  # rows holding a context and its continuations under a block mask
 
 
 STATS = ScoringStats()
@@ -421,10 +432,22 @@ def score_choices(
         rows = [_lighteval_row(docs[d][0], docs[d][1][c], max_length) for d, c in whole]
         for (d, c), scored in zip(whole, score_rows(model, rows, batch_size=batch_size, pad_id=pad_id), strict=True):
             out[d][c] = scored
-    ordered = sorted(groups.values(), key=lambda group: -len(group.context))
-    for batch in _batches(ordered, max(1, batch_size)):
-        for (d, c), scored in _score_shared_batch(model, batch, pad_id):
-            out[d][c] = scored
+    strategy = _strategy(model) if groups else "shared"
+    if strategy == "rows":
+        members = [(index, group.context, cont) for group in groups.values() for index, cont in group.members]
+        rows = [_lighteval_row(context, cont, max_length) for _, context, cont in members]
+        scores = score_rows(model, rows, batch_size=batch_size, pad_id=pad_id)
+        for (index, _, _), scored in zip(members, scores, strict=True):
+            out[index[0]][index[1]] = scored
+    elif strategy == "packed":
+        for packed in _packed_batches(_pack(list(groups.values())), max(1, batch_size)):
+            for (d, c), scored in _score_packed_batch(model, packed, pad_id):
+                out[d][c] = scored
+    else:
+        ordered = sorted(groups.values(), key=lambda group: -len(group.context))
+        for batch in _batches(ordered, max(1, batch_size)):
+            for (d, c), scored in _score_shared_batch(model, batch, pad_id):
+                out[d][c] = scored
     return [[scored for scored in scores if scored is not None] for scores in out]
 
 
@@ -579,6 +602,244 @@ def _score_rest(
     logprob = torch.zeros(len(piece), device=logits.device).index_add_(0, row_of, picked)
     misses = torch.zeros(len(piece), dtype=torch.long, device=logits.device).index_add_(0, row_of, missed)
     return logprob, misses == 0
+
+
+# ------------------------------------------------------------------------------------------ strategies
+
+# How `score_choices` scores the documents whose context + continuation fit in `max_length` (`_strategy`):
+# "packed" (each document's context and its continuations in one row under a block attention mask), "shared" (the
+# context once with its keys/values cached, then the continuations on copies of that cache) or "rows" (one whole
+# row per continuation, lighteval's layout). All three give the same numbers; tests force each through
+# `FORCE_STRATEGY`.
+STRATEGIES = ("packed", "shared", "rows")
+FORCE_STRATEGY: str | None = None
+_PACKS_CACHE: dict[tuple[type, str | None], bool] = {}
+# A packed row holds at most max(PACK_ROW_MIN, 2 x its context) tokens: a context shared by many continuations
+# (PMI's one "Answer:" for every choice of a run) is split into rows of that size, each repeating the context, so
+# the attention mask (quadratic in the row) stays bounded.
+PACK_ROW_MIN = 256
+
+
+def _strategy(model: Any) -> str:
+    """THE rule: pack wherever the model takes a custom 4-D attention mask with explicit positions (probed once,
+    `_packs`), on every device and workload; else share the context's keys/values.
+
+    Why packing everywhere (`bench/bench_core.py`, out/bench/core.json): it feeds each context once and each
+    continuation token once, like sharing, but in one forward pass per batch with no key/value copies and no
+    per-length passes, which is what made sharing launch-bound on a GPU; and it feeds fewer tokens than whole rows
+    (`n x context` fewer) with one extra (n+1)-block mask. A document whose continuations are all single tokens
+    (MCF letters) packs to its bare context, the same pass sharing made. Whole rows remain the fallback for
+    truncated or context-less requests (lighteval's rows) and a forced strategy.
+    """
+    if FORCE_STRATEGY is not None:
+        if FORCE_STRATEGY not in STRATEGIES:
+            raise ScoringError(f"FORCE_STRATEGY must be one of {STRATEGIES}, got {FORCE_STRATEGY!r}")
+        return FORCE_STRATEGY
+    return "packed" if _packs(model) else "shared"
+
+
+def _model_dtype(model: Any) -> Any:
+    dtype = getattr(model, "dtype", None)
+    if dtype is not None:
+        return dtype
+    return next(model.parameters()).dtype
+
+
+def _packs(model: Any) -> bool:
+    """Whether this model (class and attention implementation) scores a packed row as separate rows would be
+    scored, probed once and cached.
+
+    A model may not take `position_ids`, may ignore a 4-D mask (flash-attention kernels take none) or build its
+    own from it; rather than trusting names or versions, two documents (one padded) are packed and checked twice:
+    each continuation against its own unpadded pass (within rounding of the model's dtype, at least 1e-5
+    relative), and the other continuations of a row against the same row with one continuation's tokens changed
+    (bit for bit: masked keys weigh exactly 0, so only a leak moves them, however little the leak weighs in a
+    random or low-precision model). A model that fails, or raises, is scored by sharing.
+    """
+    key = (type(model), getattr(getattr(model, "config", None), "_attn_implementation", None))
+    cached = _PACKS_CACHE.get(key)
+    if cached is not None:
+        return cached
+    import torch
+
+    packs = False
+    if _accepts(model, "position_ids") and _accepts(model, "attention_mask"):
+        device = _device(model)
+        vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 2)
+        docs = [((1, 5, 9, 13), [(2, 7, 3), (4,), (6, 8)]), ((11, 3), [(5, 12), (7, 1, 9, 2)])]
+        changed = [((1, 5, 9, 13), [(8, 10, 3), (4,), (6, 8)]), docs[1]]  # doc 0, choice 0: other tokens
+
+        def groups(documents: list[tuple[tuple[int, ...], list[tuple[int, ...]]]]) -> list[_Group]:
+            return [
+                _Group(tuple(t % vocab for t in context), [((d, j), tuple(t % vocab for t in c)) for j, c in
+                                                           enumerate(conts)])
+                for d, (context, conts) in enumerate(documents)
+            ]  # fmt: skip
+
+        counted = dataclasses.replace(STATS)  # the probe's passes are not the caller's
+        try:
+            with torch.inference_mode():
+                got = dict(_score_packed_batch(model, groups(docs), 0))
+                other = dict(_score_packed_batch(model, groups(changed), 0))
+                worst = 0.0
+                for group in groups(docs):
+                    for index, cont in group.members:
+                        ids = torch.as_tensor([[*group.context, *cont]], dtype=torch.long, device=device)
+                        logprobs = torch.log_softmax(model(input_ids=ids).logits[0].float(), dim=-1)
+                        at = torch.arange(len(group.context) - 1, ids.shape[1] - 1, device=logprobs.device)
+                        expected = float(logprobs[at, ids[0, len(group.context) :].to(logprobs.device)].sum())
+                        worst = max(worst, abs(got[index].logprob - expected) / (1.0 + abs(expected)))
+            tolerance = max(1e-5, 4 * float(torch.finfo(_model_dtype(model)).eps))
+            isolated = all(other[index] == got[index] for index in got if index != (0, 0))
+            packs = isolated and worst <= tolerance
+        except (IndexError, RuntimeError, ValueError, TypeError, AttributeError, KeyError):
+            packs = False
+        finally:
+            for field in dataclasses.fields(STATS):
+                setattr(STATS, field.name, getattr(counted, field.name))
+    _PACKS_CACHE[key] = packs
+    return packs
+
+
+@dataclasses.dataclass
+class _Packed:
+    """One packed row: a context and the continuations scored on it (a whole group, or a piece of one)."""
+
+    context: Sequence[int]
+    members: list[tuple[Any, tuple[int, ...]]]
+    rest: int  # tokens after the context: each continuation without its last token
+
+    @property
+    def width(self) -> int:
+        return len(self.context) + self.rest
+
+
+def _pack(groups: list[_Group]) -> list[_Packed]:
+    """Each group as packed rows of at most max(PACK_ROW_MIN, 2 x context) tokens (split in member order)."""
+    rows: list[_Packed] = []
+    for group in groups:
+        limit = max(PACK_ROW_MIN, 2 * len(group.context))
+        row = _Packed(group.context, [], 0)
+        for member in group.members:
+            extra = len(member[1]) - 1
+            if row.members and row.width + extra > limit:
+                rows.append(row)
+                row = _Packed(group.context, [], 0)
+            row.members.append(member)
+            row.rest += extra
+        rows.append(row)
+    return rows
+
+
+def _packed_batches(rows: list[_Packed], batch_size: int) -> Iterator[list[_Packed]]:
+    """Rows sorted widest first, in batches of at most `batch_size` rows whose padded tokens stay within
+    `batch_size` whole rows (context + longest continuation) of the batch, at most 2x padding per batch."""
+    batch: list[_Packed] = []
+    whole = 0  # the longest whole row (context + continuation) of the batch: the engine's batch unit
+    for row in sorted(rows, key=lambda r: -r.width):
+        row_whole = len(row.context) + max(len(cont) for _, cont in row.members)
+        if batch:
+            budget = batch_size * max(whole, row_whole)
+            if len(batch) == batch_size or (len(batch) + 1) * batch[0].width > budget or 2 * row.width < batch[0].width:
+                yield batch
+                batch, whole = [], 0
+        batch.append(row)
+        whole = max(whole, row_whole)
+    if batch:
+        yield batch
+
+
+def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> Iterator[tuple[Any, Scored]]:
+    """Score a batch of packed rows in one forward pass.
+
+    Row layout: the context, then each continuation without its last token (which no position needs). Position
+    ids run 0..C-1 over the context and restart at C for each continuation, so each continuation token sits where
+    it would in `context + continuation`; the 4-D mask lets a continuation token see the context and the tokens of
+    its own continuation before it, nothing else (pads see only pads, so no row of the mask is empty). A
+    continuation's first token is predicted by the context's last position, shared by all of them; token j by its
+    own (j-1)-th token. Only those positions' logits are computed (`_logits` with `keep`).
+    """
+    import torch
+
+    device = _device(model)
+    layouts = []
+    for row in batch:
+        context_length = len(row.context)
+        segments = [0] * context_length
+        positions = list(range(context_length))
+        tokens: list[int] = []
+        kept = [context_length - 1]
+        scored: list[tuple[Any, list[int], tuple[int, ...]]] = []  # (index, keep columns, targets)
+        for number, (index, cont) in enumerate(row.members, start=1):
+            start = context_length + len(tokens)
+            columns = [0, *range(len(kept), len(kept) + len(cont) - 1)]
+            kept += range(start, start + len(cont) - 1)
+            tokens += cont[:-1]
+            segments += [number] * (len(cont) - 1)
+            positions += range(context_length, context_length + len(cont) - 1)
+            scored.append((index, columns, cont))
+        layouts.append((row.context, tokens, segments, positions, kept, scored))
+    width = max(len(layout[2]) for layout in layouts)
+    keep_width = max(len(layout[4]) for layout in layouts)
+    ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
+    segment = torch.full((len(batch), width), -1, dtype=torch.long)
+    position = torch.zeros((len(batch), width), dtype=torch.long)
+    keep = torch.zeros((len(batch), keep_width), dtype=torch.long)
+    real = 0
+    for r, (context, tokens, segments, positions, row_kept, _) in enumerate(layouts):
+        length = len(segments)
+        ids[r, : len(context)] = _long_tensor(context)
+        if tokens:
+            ids[r, len(context) : length] = torch.as_tensor(tokens, dtype=torch.long)
+        segment[r, :length] = torch.as_tensor(segments, dtype=torch.long)
+        position[r, :length] = torch.as_tensor(positions, dtype=torch.long)
+        position[r, length:] = torch.arange(width - length)
+        keep[r, : len(row_kept)] = torch.as_tensor(row_kept, dtype=torch.long)
+        keep[r, len(row_kept) :] = row_kept[-1]  # padding of the index: repeats a real position, never read
+        real += length
+    members = sum(len(row.members) for row in batch)
+    STATS.tokens_fed += real
+    STATS.padded_tokens_fed += ids.numel()
+    STATS.shared_contexts += len(batch)
+    STATS.continuations += members
+    STATS.packed_rows += len(batch)
+    with torch.inference_mode():
+        if all(not layout[1] for layout in layouts):
+            # Single-token continuations only: the bare contexts, right-padded, with the usual padding mask.
+            inputs: dict[str, Any] = {"attention_mask": (segment >= 0).to(torch.long).to(device)}
+        else:
+            query, key = segment.unsqueeze(2), segment.unsqueeze(1)
+            causal = torch.ones((width, width), dtype=torch.bool).tril()
+            allowed = causal & ((key == 0) & (query >= 0) | (key == query))
+            dtype = _model_dtype(model)
+            mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+            inputs = {"attention_mask": mask.unsqueeze(1).to(device), "position_ids": position.to(device)}
+        logits = _logits(model, keep.to(device), input_ids=ids.to(device), **inputs).logits
+        logprobs = torch.log_softmax(logits.float(), dim=-1)  # (rows, kept, vocab)
+        best = logprobs.argmax(dim=-1)
+        rows_of: list[int] = []
+        columns_of: list[int] = []
+        targets_of: list[int] = []
+        owners_of: list[int] = []
+        indices: list[Any] = []
+        for r, layout in enumerate(layouts):
+            for index, columns, cont in layout[5]:
+                owners_of += [len(indices)] * len(cont)
+                indices.append(index)
+                rows_of += [r] * len(cont)
+                columns_of += columns
+                targets_of += cont
+        at_row = torch.as_tensor(rows_of, dtype=torch.long, device=logprobs.device)
+        at_column = torch.as_tensor(columns_of, dtype=torch.long, device=logprobs.device)
+        target = torch.as_tensor(targets_of, dtype=torch.long, device=logprobs.device)
+        owner = torch.as_tensor(owners_of, dtype=torch.long, device=logprobs.device)
+        picked = logprobs[at_row, at_column, target]
+        missed = (best[at_row, at_column] != target).to(torch.long)
+        totals = torch.zeros(len(indices), dtype=picked.dtype, device=picked.device).index_add_(0, owner, picked)
+        misses = torch.zeros(len(indices), dtype=torch.long, device=picked.device).index_add_(0, owner, missed)
+        results = list(zip(totals.tolist(), (misses == 0).tolist(), strict=True))
+    for index, (total, greedy) in zip(indices, results, strict=True):
+        yield index, Scored(float(total), bool(greedy))
 
 
 def bits_per_byte(logprob_nats: float, n_bytes: int) -> float:

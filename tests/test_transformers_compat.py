@@ -3,9 +3,10 @@
 The core asks a model for the logits of a few positions per row (`logits_to_keep` as a (batch, k) index tensor).
 transformers before 5.21 indexes a 2-D `logits_to_keep` as `hidden_states[:, index, :]` and the core
 crashed there; `scoring._keep_path` probes each model class once and falls back to a pre-hook that gathers each
-row's hidden states before the output projection, or to full logits. Every path is forced here on the installed
-transformers and checked against a plain full-logits recomputation (one unpadded, uncached forward pass per
-request) to 1e-6 in float32, and a model that slices the old way is shown to be routed to the hook. The same file
+row's hidden states before the output projection, or to full logits. Every path, and every scoring strategy
+(packed rows under a custom 4-D mask, shared caches, whole rows: `scoring.STRATEGIES`), is forced here on the
+installed transformers and checked against a plain full-logits recomputation (one unpadded, uncached forward pass
+per request) to 1e-6 in float32, and a model that slices the old way is shown to be routed to the hook. The same file
 runs under the oldest transformers `pyproject.toml` allows (`make test-transformers-oldest`, its own
 `.venv-tf-oldest`), so it imports nothing but the core, the tiny-model builder, torch and transformers.
 """
@@ -43,11 +44,14 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[LlamaForCausalLM, An
 @pytest.fixture
 def forced() -> Iterator[None]:
     """Restore the core's path selection and its per-class cache after a test that forces or probes a path."""
-    before = dict(scoring._KEEP_PATH_CACHE)
+    before, packs = dict(scoring._KEEP_PATH_CACHE), dict(scoring._PACKS_CACHE)
     yield
     scoring.FORCE_KEEP_PATH = None
+    scoring.FORCE_STRATEGY = None
     scoring._KEEP_PATH_CACHE.clear()
     scoring._KEEP_PATH_CACHE.update(before)
+    scoring._PACKS_CACHE.clear()
+    scoring._PACKS_CACHE.update(packs)
 
 
 def direct(model: Any, context: list[int], continuation: list[int]) -> tuple[float, bool, list[float]]:
@@ -100,6 +104,26 @@ def test_every_path_equals_full_logits(tiny, forced, path):
             sequence = [scoring.prefix_token_id(tokenizer), *tokens][begin : end + 1]
             expected += direct(model, sequence[: first - begin + 1], sequence[first - begin + 1 :])[2]
         assert result.token_logprobs == pytest.approx(expected, rel=1e-6, abs=1e-6)
+
+
+@pytest.mark.parametrize("strategy", scoring.STRATEGIES)
+def test_every_strategy_equals_full_logits(tiny, forced, strategy):
+    """Packed rows (a 4-D float mask and explicit positions), shared caches and whole rows, each on this
+    transformers' own mask handling and cache classes."""
+    model, tokenizer = tiny
+    if strategy == "packed":
+        scoring._PACKS_CACHE.clear()
+        assert scoring._packs(model), transformers.__version__  # a Llama takes a custom 4-D mask on every version
+    scoring.FORCE_STRATEGY = strategy
+    docs = random_docs(len(tokenizer), seed=1)
+    scored = scoring.score_choices(model, docs, max_length=MAX_LENGTH, batch_size=4)
+    for (context, choices), results in zip(docs, scored, strict=True):
+        for continuation, result in zip(choices, results, strict=True):
+            row = [*context, *continuation][-MAX_LENGTH:]
+            cut = len(context) + len(continuation) - len(row)
+            total, greedy, _ = direct(model, row[: len(context) - cut], row[len(context) - cut :])
+            assert result.logprob == pytest.approx(total, rel=1e-6, abs=1e-6)
+            assert result.greedy == greedy
 
 
 def test_probe_picks_a_cheap_path_for_llama(tiny, forced):
