@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval test-transformers-oldest
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -135,6 +135,12 @@ test-transformers-oldest:
 bench-suite: install
 	$(PY) bench/bench_suite.py --max-samples 4 --out out/bench/suite.json
 
+## The scoring core (its chosen strategy and each forced) against whole rows and a lighteval-like path (full logits)
+## on three synthetic workloads, random Llama, CPU float32; fails if any scores differ -> out/bench/core.json
+## (about 3 minutes on 2 cores). GPU: $(PY) bench/bench_core.py --device cuda --dtype bfloat16 --model 0.5b --docs 512
+bench-core: install
+	$(PY) bench/bench_core.py --strategies packed,shared,rows
+
 ## A slice of every bench (CI runs it before `make test`): fails on any result difference between the two sides of
 ## a bench, never on speed (a slice's times say nothing about the goals). A bench target that fails on main is a
 ## defect this catches first: the suite slice holds the translation log-likelihood tasks whose stderrs once differed.
@@ -147,6 +153,7 @@ bench-smoke: install
 	$(PY) bench/bench_kpppl.py --lengths 16 --fractions 0.15 --repeats 1
 	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT) --limit-tasks 6 --limit-checkpoints 1 --out $(SMOKE_OUT)/sweep.json
 	$(PY) bench/bench_suite.py --max-samples 4 --bare-repeats 1 --tasks '$(SMOKE_SUITE_TASKS)' --out $(SMOKE_OUT)/suite.json
+	$(PY) bench/bench_core.py --smoke --out $(SMOKE_OUT)/core.json
 
 ## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/test_afrobench_coverage.py checks it).
 coverage-table: install
