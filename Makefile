@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -95,9 +95,15 @@ demo: install
 
 bench: install
 	$(PY) bench/bench_analysis.py
+	$(PY) bench/bench_scale.py --sizes 10M
 	$(PY) bench/bench_pmi.py
 	$(PY) bench/bench_kpppl.py
 	$(MAKE) bench-sweep
+
+## The analysis streamed by task ranges over parquet (analysis/streaming.py): equal to the in-memory path at 1M rows,
+## then 10M and 100M synthetic rows (generated in chunks into out/bench-scale/, ~0.5 GB) -> out/bench/scale.json.
+bench-scale: install
+	$(PY) bench/bench_scale.py --sizes 10M,100M
 
 ## The demo sweep with --engine lighteval and with the finetasks engine, in one run -> out/bench/sweep.json.
 bench-sweep: install
