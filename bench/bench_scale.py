@@ -33,7 +33,7 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.aggregate import aggregate
+from analysis.aggregate import aggregate, rankable
 from analysis.config import Config, load_config
 from analysis.select import select
 from analysis.signal import compute_signal
@@ -85,16 +85,19 @@ def _close(u: float | None, v: float | None, tolerance: float) -> bool:
     return abs(u - v) <= max(tolerance * max(abs(u), abs(v)), 1e-12)
 
 
-def compare_with_memory(table: pl.DataFrame, streamed: StreamedAnalysis, config: Config) -> tuple[list[str], int]:
+def compare_with_memory(
+    table: pl.DataFrame, streamed: StreamedAnalysis, config: Config, *, with_ci: bool = False
+) -> tuple[list[str], int]:
     """The in-memory path on `table` against `streamed`: (differences, number of values compared)."""
-    signal = compute_signal(table, config, with_ci=False)
+    signal = compute_signal(table, config, with_ci=with_ci)
     selection = select(signal, config)
-    ranking = aggregate(table, selection.kept.select("task", "fewshot", "metric"), config.aggregate)
+    chosen = selection.kept.select("task", "fewshot", "metric")
+    ranking = aggregate(table, chosen, config.aggregate) if rankable(chosen) else None
     pairs = [("signal", signal, streamed.signal), ("decisions", selection.decisions, streamed.selection.decisions)]
     problems: list[str] = []
-    if streamed.ranking is None:
-        problems.append("ranking: the streaming path ranked nothing")
-    else:
+    if (ranking is None) != (streamed.ranking is None):
+        problems.append(f"ranking: in memory {ranking is not None}, streamed {streamed.ranking is not None}")
+    elif ranking is not None and streamed.ranking is not None:
         pairs += [(f"ranking.{part}", getattr(ranking, part), getattr(streamed.ranking, part))
                   for part in ("ranking", "language_scores", "category_scores")]  # fmt: skip
         if ranking.notes != streamed.ranking.notes:
