@@ -163,6 +163,73 @@ def choices(scores: list[list[float]]) -> list[int]:
     return [max(range(len(row)), key=row.__getitem__) for row in scores]
 
 
+def demo_requests(demo: Path, checkpoint: Path) -> list[Docs]:
+    """The engine's log-likelihood requests for every demo task (0-shot, all documents), as token ids: one lighteval
+    Pipeline with the engine on `checkpoint`, recording each `scoring.score_choices` call (the conditioned
+    requests, then PMI's unconditioned ones where a task asks for them)."""
+    import tempfile
+
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
+
+    from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
+    from finetasks_afr.demo.world import World
+    from finetasks_afr.engine import SharedPrefixModel, model_config
+    from finetasks_afr.lighteval_runtime import custom_tasks_only
+
+    world = World.load(demo / "world")
+    os.environ[WORLD_ENV] = str(world.root.resolve())
+    calls: list[Docs] = []
+    original = scoring.score_choices
+
+    def recorded(model: Any, docs: Any, **kwargs: Any) -> Any:
+        calls.append([([int(t) for t in context], [[int(t) for t in c] for c in conts]) for context, conts in docs])
+        return original(model, docs, **kwargs)
+
+    scoring.score_choices = recorded
+    try:
+        with tempfile.TemporaryDirectory() as out, custom_tasks_only():
+            pipeline = Pipeline(
+                tasks=",".join(f"{task.name}|0" for task in world.tasks),
+                pipeline_parameters=PipelineParameters(
+                    launcher_type=ParallelismManager.ACCELERATE, custom_tasks_directory=DEMO_TASKS_MODULE
+                ),
+                evaluation_tracker=EvaluationTracker(output_dir=out, save_details=False),
+                model=SharedPrefixModel(model_config(str(checkpoint), max_length=512, dtype="float32")),
+            )
+            pipeline.model._cache = None
+            pipeline.evaluate()
+    finally:
+        scoring.score_choices = original
+    return calls
+
+
+def demo_flips(demo: Path, batch_size: int) -> dict[str, Any]:
+    """How often a bf16 copy of each demo checkpoint picks another choice than the float32 checkpoint, per
+    document with two choices or more, on the engine's own requests of every demo task (`demo_requests`)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    def step(path: Path) -> tuple[str, int]:
+        return path.parent.parent.name, int(path.name.split("-")[1])
+
+    checkpoints = sorted((demo / "checkpoints").glob("*/seed-1/checkpoint-*"), key=step)
+    calls = demo_requests(demo, checkpoints[-1])
+    docs = [doc for doc in calls[0] if len(doc[1]) > 1]  # the conditioned requests: the choices metrics compare
+    out: dict[str, Any] = {"documents": len(docs), "checkpoints": {}}
+    for checkpoint in checkpoints:
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
+        exact = core(model, docs, batch_size)
+        low = core(model.to(torch.bfloat16), docs, batch_size)
+        flips = sum(a != b for a, b in zip(choices(low), choices(exact), strict=True))
+        label = f"{checkpoint.parent.parent.name}/{checkpoint.name}"
+        out["checkpoints"][label] = flips
+        print(f"demo {label}: bf16 flips {flips} of {len(docs)} documents")
+    total = sum(out["checkpoints"].values())
+    out["flip_rate"] = total / (len(docs) * len(checkpoints))
+    return out
+
+
 def build_model(name: str, dtype: str, device: str, seed: int) -> Any:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -186,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads on CPU")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="CI slice: tiny model, 6 documents, 1 repeat")
+    parser.add_argument(
+        "--demo", type=Path, help="also count bf16 choice flips on the demo checkpoints (seed 1 of each mix) over "
+        "the engine's requests of every demo task, e.g. out/demo",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("out/bench/core.json"))
     args = parser.parse_args(argv)
     if args.smoke:
@@ -240,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{workload:11s} {line}")
         if "bf16_flips" in entry:
             print(f"{'':11s} bf16 choice flips vs float32 over {len(docs)} docs: {entry['bf16_flips']}")
+    if args.demo is not None:
+        report["demo_bf16_flips"] = demo_flips(args.demo, args.batch_size)
+        print(f"demo bf16 flip rate: {report['demo_bf16_flips']['flip_rate']:.4f}")
     report["load_average_after"] = os.getloadavg()
     report["agree"] = not failed
     args.out.parent.mkdir(parents=True, exist_ok=True)
