@@ -6,7 +6,9 @@ sweep's own instrumentation (`finetasks_afr.sweep.evaluate.Timing`: model load t
 passes by hooks on the torch module, start-up = lighteval import + task-suite construction, paid once per worker
 and amortised over its checkpoints). Both score tables are collected and must be identical (the run fails
 otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours)
-and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), and each worker's peak memory.
+and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's peak memory, each engine's
+phases per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the checkpoint's wall time) and its
+fixed cost beside forward passes per checkpoint, per task and per 1,000 documents (what a faster device leaves).
 
     python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--limit-tasks N] [--limit-checkpoints N]
 
@@ -77,15 +79,30 @@ def worker(
         "forward passes": statistics.fmean(t.forward or 0.0 for t in timings),
         "everything else": statistics.fmean(t.other for t in timings),
     }
+    names = list(dict.fromkeys(name for t in timings for name in t.phases))
+    phases = {name: sum(t.phases.get(name, 0.0) for t in timings) / n for name in names}
     return {
         "engine": engine,
         "checkpoints": n,
         "tasks": len(tasks),
+        "documents": round(statistics.fmean(t.documents for t in timings)),
         "per_checkpoint": per,
+        "phases_per_checkpoint": phases,
         "seconds_per_checkpoint": sum(per.values()),
         "startup": startup,
         "sweep_wall": wall,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def fixed_cost(report: dict) -> dict:
+    """What a checkpoint costs beside its forward passes (start-up amortised, model load, everything else), per
+    checkpoint, per task and per 1,000 documents: on a faster device the forward passes shrink and this stays."""
+    seconds = report["seconds_per_checkpoint"] - report["per_checkpoint"]["forward passes"]
+    return {
+        "seconds_per_checkpoint": seconds,
+        "ms_per_task": 1000 * seconds / max(report["tasks"], 1),
+        "ms_per_1000_documents": 1e6 * seconds / max(report["documents"], 1),
     }
 
 
@@ -152,10 +169,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<22}{theirs['per_checkpoint'][name]:>10.3f}{ours['per_checkpoint'][name]:>10.3f}")
     print(f"{'total':<22}{theirs['seconds_per_checkpoint']:>10.3f}{ours['seconds_per_checkpoint']:>10.3f}")
     print(f"{'peak RSS (MB)':<22}{theirs['peak_rss_mb']:>10.0f}{ours['peak_rss_mb']:>10.0f}")
+    print(f"\n{'phases per checkpoint (s)':<26}{'lighteval':>10}{'finetasks':>10}   (exclusive; they add up to the")
+    print(f"{'':<46}checkpoint's wall time)")
+    from finetasks_afr.sweep.phases import ORDER
+
+    seen = {*theirs["phases_per_checkpoint"], *ours["phases_per_checkpoint"]}
+    names = [name for name in ORDER if name in seen] + sorted(seen - set(ORDER))
+    for name in names:
+        left, right = theirs["phases_per_checkpoint"].get(name, 0.0), ours["phases_per_checkpoint"].get(name, 0.0)
+        print(f"{name:<26}{left:>10.3f}{right:>10.3f}")
+    costs = {engine: fixed_cost(reports[engine]) for engine in ENGINES}
+    print(f"\nfixed cost per checkpoint beside forward passes ({ours['tasks']} tasks, {ours['documents']} documents):")
+    for label, key, scale in (("s per checkpoint", "seconds_per_checkpoint", "{:>10.3f}"),
+                              ("ms per task", "ms_per_task", "{:>10.1f}"),
+                              ("ms per 1,000 documents", "ms_per_1000_documents", "{:>10.1f}")):  # fmt: skip
+        print(f"{label:<26}" + scale.format(costs["lighteval"][key]) + scale.format(costs["finetasks"][key]))
     print(f"speedup vs lighteval: {speedup:.2f}x (goal >= 3); non-forward share: {non_forward:.1%} (goal < 25%)")
     print(f"scores identical: {agreement['rows']} rows, max |diff| {agreement['max_abs_diff']:.3g}")
+    load = os.getloadavg()
+    print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
     report = {"engines": reports, "speedup_vs_lighteval": speedup, "non_forward_share": non_forward,
-              "scores_identical": agreement}  # fmt: skip
+              "fixed_cost": costs, "scores_identical": agreement, "load_average": list(load)}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     return 0

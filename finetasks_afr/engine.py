@@ -37,6 +37,7 @@ from lighteval.models.model_output import ModelResponse
 from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
 
 from finetasks_afr import scoring
+from finetasks_afr.sweep import phases
 
 logger = logging.getLogger(__name__)
 
@@ -146,33 +147,37 @@ class SharedPrefixModel(TransformersModel):
         if rolling:
             from finetasks_afr import compat
 
-            return compat.rolling_loglikelihood(self, docs)
-        requests = []
-        for doc in docs:
-            contexts, continuations = self._encoded_pair(
-                self.prompt_manager.prepare_prompt(doc), doc.choices, pairwise=True
+            with phases.phase(phases.SCORING):
+                return compat.rolling_loglikelihood(self, docs)
+        with phases.phase(phases.REQUESTS):
+            requests = []
+            for doc in docs:
+                contexts, continuations = self._encoded_pair(
+                    self.prompt_manager.prepare_prompt(doc), doc.choices, pairwise=True
+                )
+                requests.append((contexts[0] if contexts else array.array("i"), continuations))
+            longest = max((len(c) + max(map(len, k), default=0) for c, k in requests), default=1)
+            batch_size = self._get_batch_size(
+                max_input_length=min(self.max_length, longest), override_bs=self.config.batch_size
             )
-            requests.append((contexts[0] if contexts else array.array("i"), continuations))
-        longest = max((len(c) + max(map(len, k), default=0) for c, k in requests), default=1)
-        batch_size = self._get_batch_size(
-            max_input_length=min(self.max_length, longest), override_bs=self.config.batch_size
-        )
-        scored = scoring.score_choices(
-            self.model,
-            requests,
-            max_length=self.max_length,
-            batch_size=batch_size,
-            pad_id=scoring.pad_token_id(self.tokenizer),
-        )
-        return [
-            ModelResponse(
-                logprobs=[result.logprob for result in results],
-                argmax_logits_eq_gold=[result.greedy for result in results],
-                input_tokens=list(context),
-                output_tokens=[list(cont) for cont in continuations],
+        with phases.phase(phases.SCORING):
+            scored = scoring.score_choices(
+                self.model,
+                requests,
+                max_length=self.max_length,
+                batch_size=batch_size,
+                pad_id=scoring.pad_token_id(self.tokenizer),
             )
-            for (context, continuations), results in zip(requests, scored, strict=True)
-        ]
+        with phases.phase(phases.RESPONSES):
+            return [
+                ModelResponse(
+                    logprobs=[result.logprob for result in results],
+                    argmax_logits_eq_gold=[result.greedy for result in results],
+                    input_tokens=list(context),
+                    output_tokens=[list(cont) for cont in continuations],
+                )
+                for (context, continuations), results in zip(requests, scored, strict=True)
+            ]
 
 
 def model_config(

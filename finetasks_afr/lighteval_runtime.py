@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from unittest import mock
 
 
@@ -117,3 +119,55 @@ def ensure_tiny_benchmarks_file() -> Path:
     if not path.exists():
         path.touch()
     return path
+
+
+@functools.cache
+def timed_pipeline_class() -> type:
+    """lighteval's `Pipeline` with its model run and per-sample metrics marked as sweep phases
+    (`finetasks_afr.sweep.phases`); it computes exactly what lighteval's does."""
+    from lighteval.pipeline import Pipeline
+
+    from finetasks_afr.sweep import phases
+
+    class TimedPipeline(Pipeline):
+        def _run_model(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.MODEL_RUN):
+                return super()._run_model(*args, **kwargs)
+
+        def _compute_metrics(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.SAMPLE_METRICS):
+                return super()._compute_metrics(*args, **kwargs)
+
+    return TimedPipeline
+
+
+@functools.cache
+def timed_tracker_class() -> type:
+    """lighteval's `EvaluationTracker` whose metrics and details loggers mark their work as sweep phases (corpus
+    metrics, per-sample details); its results are lighteval's."""
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.logging.info_loggers import DetailsLogger, MetricsLogger
+
+    from finetasks_afr.sweep import phases
+
+    class TimedMetricsLogger(MetricsLogger):
+        def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.CORPUS_METRICS):
+                return super().aggregate(*args, **kwargs)
+
+    class TimedDetailsLogger(DetailsLogger):
+        def log(self, *args: Any, **kwargs: Any) -> None:
+            with phases.phase(phases.DETAILS):
+                super().log(*args, **kwargs)
+
+        def aggregate(self) -> None:
+            with phases.phase(phases.DETAILS):
+                super().aggregate()
+
+    class TimedTracker(EvaluationTracker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.metrics_logger = TimedMetricsLogger()
+            self.details_logger = TimedDetailsLogger()
+
+    return TimedTracker
