@@ -808,12 +808,14 @@ def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: i
             # Single-token continuations only: the bare contexts, right-padded, with the usual padding mask.
             inputs: dict[str, Any] = {"attention_mask": (segment >= 0).to(torch.long).to(device)}
         else:
-            query, key = segment.unsqueeze(2), segment.unsqueeze(1)
-            causal = torch.ones((width, width), dtype=torch.bool).tril()
+            # Built where the model runs: (rows, width, width) is the one tensor here that grows with the square.
+            on_device = segment.to(device)
+            query, key = on_device.unsqueeze(2), on_device.unsqueeze(1)
+            causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
             allowed = causal & ((key == 0) & (query >= 0) | (key == query))
             dtype = _model_dtype(model)
-            mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
-            inputs = {"attention_mask": mask.unsqueeze(1).to(device), "position_ids": position.to(device)}
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, torch.finfo(dtype).min)
+            inputs = {"attention_mask": mask.unsqueeze(1), "position_ids": position.to(device)}
         logits = _logits(model, keep.to(device), input_ids=ids.to(device), **inputs).logits
         logprobs = torch.log_softmax(logits.float(), dim=-1)  # (rows, kept, vocab)
         best = logprobs.argmax(dim=-1)
