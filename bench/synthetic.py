@@ -110,7 +110,7 @@ def write_synthetic_parquet(
             arrow = chunk.to_arrow(compat_level=pl.CompatLevel.oldest())
             if writer is None:
                 writer = pq.ParquetWriter(path, arrow.schema)
-            writer.write_table(arrow, row_group_size=1_000_000)
+            writer.write_table(arrow, row_group_size=100_000)  # small: a task range reads little else
             written += chunk.height
     finally:
         if writer is not None:
