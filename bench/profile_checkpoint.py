@@ -1,8 +1,13 @@
 """Profile one demo checkpoint's evaluation (after a warm-up one): where the sweep's non-forward time goes.
 
-python bench/profile_checkpoint.py   (needs out/demo from `make demo`)
+Prints the checkpoint's phases (`finetasks_afr.sweep.phases`, the sweep's own exclusive clock: they add up to its
+wall time), then cProfile's functions by cumulative time. cProfile slows the Python-heavy phases more than the
+forward passes; the phases of an unprofiled run are in bench/bench_sweep.py's output.
+
+python bench/profile_checkpoint.py [--engine finetasks|lighteval] [--lines 35]   (needs out/demo from `make demo`)
 """
 
+import argparse
 import cProfile
 import os
 import pstats
@@ -16,6 +21,10 @@ from finetasks_afr.demo.world import World
 from finetasks_afr.sweep.discover import discover
 from finetasks_afr.sweep.evaluate import Evaluator, SweepSpec
 
+parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser.add_argument("--engine", choices=("finetasks", "lighteval"), default="finetasks")
+parser.add_argument("--lines", type=int, default=35)
+args = parser.parse_args()
 w = World.load(Path("out/demo/world"))
 os.environ[WORLD_ENV] = str(w.root)
 cks = discover(["out/demo/checkpoints/mix-a/seed-1"]).checkpoints
@@ -27,6 +36,7 @@ spec = SweepSpec(
     max_length=512,
     env={WORLD_ENV: str(w.root)},
     torch_threads=1,
+    engine=args.engine,
 )
 ev = Evaluator(spec)
 ev.evaluate(cks[0])
@@ -34,5 +44,9 @@ pr = cProfile.Profile()
 pr.enable()
 o = ev.evaluate(cks[1])
 pr.disable()
-print(o.timing)
-pstats.Stats(pr).sort_stats("cumulative").print_stats(35)
+ev.close()
+assert o.timing is not None, o.reason
+print(f"{args.engine}: {o.timing.total:.3f} s, {o.timing.documents} documents; phases (s, profiled):")
+for name, seconds in o.timing.phases.items():
+    print(f"  {name:<24}{seconds:>8.3f}")
+pstats.Stats(pr).sort_stats("cumulative").print_stats(args.lines)
