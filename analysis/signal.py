@@ -66,25 +66,26 @@ def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFra
 
     gid is the dense rank of (task, fewshot, metric), so groups sorted by gid are sorted by name.
     """
-    metrics = table.get_column("metric").unique().to_list()
-    sign = pl.col("metric").replace_strict(
-        {m: (1.0 if _higher_is_better(m) else -1.0) for m in metrics}, return_dtype=pl.Float64
-    )
     keyed = table.with_columns(
         (pl.struct(list(GROUP)).rank("dense") - 1).cast(pl.UInt32).alias("gid"),
         pl.col("run").cast(pl.Categorical).to_physical().alias("rid"),
-        sign.alias("sign"),
     )
     groups = (
         keyed.group_by("gid")
         .agg(
-            *[pl.col(c).first() for c in (*GROUP, *_META, "sign")],
+            *[pl.col(c).first() for c in (*GROUP, *_META)],
             pl.col("rid").n_unique().alias("n_runs"),
             pl.col("seed").n_unique().alias("n_seeds_max"),
             pl.col("step").n_unique().alias("n_steps"),
         )
         .sort("gid")
     )
+    # the direction per group, spread to the rows by gid (groups sorted by gid are 0..n-1): a lookup per group,
+    # not a string replace per row
+    metrics = groups.get_column("metric").unique().to_list()
+    sign_of = {m: (1.0 if _higher_is_better(m) else -1.0) for m in metrics}
+    groups = groups.with_columns(pl.col("metric").replace_strict(sign_of, return_dtype=pl.Float64).alias("sign"))
+    sign = groups.get_column("sign").gather(keyed.get_column("gid"))
     compact = keyed.select(
         "gid",
         "rid",
@@ -94,8 +95,8 @@ def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFra
         "tokens",
         "score",
         "stderr",
-        (pl.col("score") * pl.col("sign")).alias("oriented"),
-        (pl.col("random_baseline") * pl.col("sign")).alias("baseline"),
+        (pl.col("score") * sign).alias("oriented"),
+        (pl.col("random_baseline") * sign).alias("baseline"),
     )
     return compact, groups
 

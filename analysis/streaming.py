@@ -14,7 +14,12 @@ then scans the whole file. The table is taken as valid (`analysis.table.validate
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 
 import polars as pl
@@ -29,6 +34,7 @@ from analysis.aggregate import (
     usable_selection,
 )
 from analysis.config import Config
+from analysis.processes import die_with_parent, starting_children
 from analysis.select import Selection, decide, select
 from analysis.signal import GROUP, compute_signal
 
@@ -71,6 +77,55 @@ def read_range(scan: pl.LazyFrame, first: str, last: str) -> pl.DataFrame:
     return scan.filter(pl.col("task").is_between(pl.lit(first), pl.lit(last))).collect()
 
 
+@dataclass
+class _Part:
+    """One partition's share of the results: its signal, kept rows, ranking inputs and runs."""
+
+    signal: pl.DataFrame
+    kept: pl.DataFrame
+    scored: TaskScores | None
+    runs: pl.DataFrame
+    rows: int
+
+
+def _analyse_range(scan: pl.LazyFrame, first: str, last: str, config: Config, with_ci: bool, step: int | None) -> _Part:
+    part = read_range(scan, first, last)
+    signal = compute_signal(part, config, with_ci=with_ci)
+    kept = decide(signal, config).filter(pl.col("kept")).select(GROUP)
+    scored = None if kept.is_empty() else task_scores(part, kept, step)
+    return _Part(signal, kept, scored, part.select(pl.col("run").unique()), part.height)
+
+
+def _parts(
+    scan: pl.LazyFrame,
+    ranges: list[tuple[str, str, int]],
+    config: Config,
+    with_ci: bool,
+    step: int | None,
+    workers: int,
+) -> Iterator[_Part]:
+    """Each range's _Part, in order: in this process, or in `workers` single-threaded processes (one partition
+    each at a time: on a few cores, whole partitions in parallel beat polars' threads inside small frames)."""
+    if workers <= 1:
+        for first, last, _ in ranges:
+            yield _analyse_range(scan, first, last, config, with_ci, step)
+        return
+    firsts, lasts = [r[0] for r in ranges], [r[1] for r in ranges]
+    previous = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"  # read by each worker's polars at import
+    try:
+        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
+        with pool, starting_children():
+            args = (repeat(scan), firsts, lasts, repeat(config), repeat(with_ci), repeat(step))
+            results = list(pool.map(_analyse_range, *args))
+    finally:
+        if previous is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = previous
+    yield from results
+
+
 def analyse_parquet(
     source: Path | str | pl.LazyFrame,
     config: Config,
@@ -78,42 +133,28 @@ def analyse_parquet(
     with_ci: bool = False,
     partition_rows: int = DEFAULT_PARTITION_ROWS,
     step: int | None = None,
+    workers: int = 1,
 ) -> StreamedAnalysis:
     """`compute_signal`, `select` and (when a kept task is rankable) `aggregate` of a score table, by partitions.
 
     Equal to the in-memory path value by value (tests/test_streaming_analysis.py, `make bench-scale` at 1M rows).
+    `workers` > 1 analyses that many partitions at once in child processes (memory: one partition each).
     """
     scan = source if isinstance(source, pl.LazyFrame) else pl.scan_parquet(source)
     ranges = task_ranges(scan, partition_rows)
-    signals: list[pl.DataFrame] = []
-    scored: list[TaskScores] = []
-    kept_parts: list[pl.DataFrame] = []
-    runs: list[pl.DataFrame] = []
-    rows = 0
-    for first, last, _ in ranges:
-        part = read_range(scan, first, last)
-        rows += part.height
-        signal = compute_signal(part, config, with_ci=with_ci)
-        kept = decide(signal, config).filter(pl.col("kept")).select(GROUP)
-        if not kept.is_empty():
-            scored.append(task_scores(part, kept, step))
-        signals.append(signal)
-        kept_parts.append(kept)
-        runs.append(part.select(pl.col("run").unique()))
-        del part
-    signal = pl.concat(signals, how="vertical_relaxed").sort(list(GROUP))
+    parts = list(_parts(scan, ranges, config, with_ci, step, workers))
+    signal = pl.concat([p.signal for p in parts], how="vertical_relaxed").sort(list(GROUP))
     selection = select(signal, config)
     chosen = selection.kept.select(GROUP)
     # decisions are per task, so the partitions' kept rows are the whole selection's; a difference is a bug here
-    by_parts = pl.concat(kept_parts).sort(list(GROUP))
+    by_parts = pl.concat([p.kept for p in parts]).sort(list(GROUP))
     if not chosen.sort(list(GROUP)).equals(by_parts):
         raise RuntimeError("per-partition decisions differ from the whole selection's: a task spans partitions")
     ranking = None
     if rankable(chosen):
         notes: list[str] = []
         usable = usable_selection(chosen, notes)
-        all_runs = pl.concat(runs).unique().sort("run")
-        ranking = aggregate_task_scores(
-            concat_task_scores(scored), usable, all_runs, config.aggregate, step, notes, scan
-        )
-    return StreamedAnalysis(signal, selection, ranking, rows, len(ranges))
+        all_runs = pl.concat([p.runs for p in parts]).unique().sort("run")
+        scored = concat_task_scores([p.scored for p in parts if p.scored is not None])
+        ranking = aggregate_task_scores(scored, usable, all_runs, config.aggregate, step, notes, scan)
+    return StreamedAnalysis(signal, selection, ranking, sum(p.rows for p in parts), len(ranges))

@@ -134,15 +134,20 @@ def table_path(size: str) -> Path:
     return path
 
 
-def _stream_child(path: str, partition_rows: int, queue: Queue[dict[str, Any]]) -> None:
+def _stream_child(path: str, partition_rows: int, workers: int, queue: Queue[dict[str, Any]]) -> None:
     config = load_config()
     start = time.perf_counter()
-    result = analyse_parquet(path, config, partition_rows=partition_rows)
+    result = analyse_parquet(path, config, partition_rows=partition_rows, workers=workers)
     seconds = time.perf_counter() - start
     queue.put(
         {
             "seconds": seconds,
-            "peak_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            # this process, plus the largest worker's peak (workers each hold one partition at a time)
+            "peak_gib": (
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+                + workers * resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+            )
+            / 2**20,
             "rows": result.rows,
             "partitions": result.partitions,
             "groups": result.signal.height,
@@ -152,19 +157,21 @@ def _stream_child(path: str, partition_rows: int, queue: Queue[dict[str, Any]]) 
     )
 
 
-def run_scale(size: str, partition_rows: int) -> dict[str, Any]:
+def run_scale(size: str, partition_rows: int, workers: int) -> dict[str, Any]:
     """The streaming analysis of one size in a child process (its own peak memory)."""
     path = table_path(size)
     context = mp.get_context("spawn")
     queue: Queue[dict[str, Any]] = context.Queue()
     load_before = os.getloadavg()[0]
-    process = context.Process(target=_stream_child, args=(str(path), partition_rows, queue))
+    process = context.Process(target=_stream_child, args=(str(path), partition_rows, workers, queue))
     process.start()
     result: dict[str, Any] = queue.get()
     process.join()
     return result | {
         "size": size,
         "shape": SHAPES[size],
+        "partition_rows": partition_rows,
+        "workers": workers,
         "load_1min_before": load_before,
         "load_1min_after": os.getloadavg()[0],
         "cpus": os.cpu_count(),
@@ -191,7 +198,8 @@ def check_equality(partition_rows: int) -> int:
 
 
 def _line(r: dict[str, Any]) -> str:
-    return (f"streaming {r['size']:>4} rows ({r['rows']:,}, {r['partitions']} partitions, {r['groups']:,} groups): "
+    return (f"streaming {r['size']:>4} rows ({r['rows']:,}, {r['partitions']} partitions, {r['groups']:,} groups, "
+            f"{r.get('workers', 1)} worker(s)): "
             f"{r['seconds']:6.1f} s, peak {r['peak_gib']:.2f} GiB; load {r['load_1min_before']:.1f} before, "
             f"{r['load_1min_after']:.1f} after, {r['cpus']} cpus; kept {r['kept']}, ranked {r['runs_ranked']} runs "
             f"[{r['when']}]")  # fmt: skip
@@ -201,6 +209,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10M,100M", help=f"comma-separated, of {', '.join(SHAPES)}")
     parser.add_argument("--partition-rows", type=int, default=DEFAULT_PARTITION_ROWS)
+    parser.add_argument("--workers", type=int, default=1, help="partitions analysed at once, in child processes")
     parser.add_argument("--no-targets", action="store_true", help="report the figures, check only equality")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
@@ -210,7 +219,7 @@ def main() -> None:
     compared = check_equality(partition_rows=100_000)
     records: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for size in sizes:
-        records[size] = run_scale(size, args.partition_rows) | {"equal_values_1m": compared}
+        records[size] = run_scale(size, args.partition_rows, args.workers) | {"equal_values_1m": compared}
         print(_line(records[size]))
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(records, indent=2))

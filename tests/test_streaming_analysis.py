@@ -79,3 +79,15 @@ def test_compare_frames_reports_a_difference_beyond_the_tolerance() -> None:
     assert compare_frames("f", a, a.with_columns(pl.col("v") * (1 + 1e-12))) == []
     assert compare_frames("f", a, a.with_columns(pl.col("v") + 1e-6)) != []
     assert compare_frames("f", a, a.with_columns(pl.col("k").str.to_uppercase())) != []
+
+
+def test_worker_processes_give_the_same_results(tmp_path: Path) -> None:
+    table = make_synthetic_table(n_tasks=8, n_runs=4, n_seeds=2, n_steps=6).sort("task")
+    path = tmp_path / "t.parquet"
+    table.write_parquet(path)
+    alone = analyse_parquet(path, CONFIG, partition_rows=500)
+    pooled = analyse_parquet(path, CONFIG, partition_rows=500, workers=2)
+    assert pooled.partitions == alone.partitions > 2
+    assert compare_frames("signal", alone.signal, pooled.signal) == []
+    assert alone.ranking is not None and pooled.ranking is not None
+    assert compare_frames("ranking", alone.ranking.ranking, pooled.ranking.ranking) == []
