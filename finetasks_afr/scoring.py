@@ -25,10 +25,11 @@ the same numbers wherever it is scored:
     position scores every continuation's first token. One forward pass per batch of documents, each context and
     continuation token fed once, no key/value copies. A single-token continuation (MCF letters) adds nothing to
     the row, so MCF packs to its bare contexts. A row holds at most max(`PACK_ROW_MIN`, 2 x context) tokens.
-  - "shared" (a model that fails the probe, e.g. one that ignores a 4-D mask): the context once with
+  - "rows": one whole row per continuation through `score_rows`, for models with sliding or chunked attention
+    layers (`_windowed`), where neither a custom mask nor a padded cache keeps the window.
+  - "shared" (any other model that fails the probe, e.g. one that ignores a 4-D mask): the context once with
     `use_cache=True`, its last logits score every first token, and the rest of each continuation runs on a copy
     of the context's keys/values (`batch_select_indices`) with explicit `position_ids`.
-  - "rows": one whole row per continuation through `score_rows` (forced only; `bench/bench_core.py` times it).
   Pairs whose context plus continuation exceed `max_length` are scored as lighteval scores them
   (`context + continuation` cut from the left to `max_length`, each choice a row of its own, because each then
   sees a different prefix), and so are pairs without a context token.
@@ -622,7 +623,9 @@ PACK_ROW_MIN = 256
 
 def _strategy(model: Any) -> str:
     """THE rule: pack wherever the model takes a custom 4-D attention mask with explicit positions (probed once,
-    `_packs`), on every device and workload; else share the context's keys/values.
+    `_packs`), on every device and workload; a model with windowed attention gets whole rows (a windowed layer's
+    cache keeps the last `window` positions of a right-padded context, pads included, so sharing it is wrong
+    there); any other model shares the context's keys/values.
 
     Why packing everywhere (`bench/bench_core.py`, out/bench/core.json): it feeds each context once and each
     continuation token once, like sharing, but in one forward pass per batch with no key/value copies and no
@@ -635,7 +638,9 @@ def _strategy(model: Any) -> str:
         if FORCE_STRATEGY not in STRATEGIES:
             raise ScoringError(f"FORCE_STRATEGY must be one of {STRATEGIES}, got {FORCE_STRATEGY!r}")
         return FORCE_STRATEGY
-    return "packed" if _packs(model) else "shared"
+    if _packs(model):
+        return "packed"
+    return "rows" if _windowed(model) else "shared"
 
 
 def _model_dtype(model: Any) -> Any:
@@ -663,7 +668,7 @@ def _packs(model: Any) -> bool:
     import torch
 
     packs = False
-    if _accepts(model, "position_ids") and _accepts(model, "attention_mask"):
+    if _accepts(model, "position_ids") and _accepts(model, "attention_mask") and not _windowed(model):
         device = _device(model)
         vocab = int(getattr(getattr(model, "config", None), "vocab_size", 0) or 2)
         docs = [((1, 5, 9, 13), [(2, 7, 3), (4,), (6, 8)]), ((11, 3), [(5, 12), (7, 1, 9, 2)])]
@@ -699,6 +704,20 @@ def _packs(model: Any) -> bool:
                 setattr(STATS, field.name, getattr(counted, field.name))
     _PACKS_CACHE[key] = packs
     return packs
+
+
+def _windowed(model: Any) -> bool:
+    """Whether some layers attend through a window (sliding or chunked: Mistral, Gemma 2/3, Llama 4). A custom 4-D
+    mask replaces the window transformers would build, and the probe's rows are too short to show it, so such
+    models are scored as whole rows (a 2-D mask, from which transformers builds each layer's own)."""
+    config = getattr(model, "config", None)
+    config = getattr(config, "get_text_config", lambda: config)() if config is not None else None
+    layer_types = getattr(config, "layer_types", None) or ()
+    if any(kind in ("sliding_attention", "chunked_attention") for kind in layer_types):
+        return True
+    return (
+        getattr(config, "sliding_window", None) is not None and getattr(config, "use_sliding_window", True) is not False
+    )
 
 
 @dataclasses.dataclass

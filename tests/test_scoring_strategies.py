@@ -143,3 +143,25 @@ def test_the_probe_leaves_the_counters_alone(model, restore):
     scoring.reset_stats()
     scoring.score_choices(model, [([1, 2, 3, 4, 5], [[10], [11, 12]])], max_length=MAX_LENGTH, batch_size=8)
     assert scoring.STATS.forward_passes == 1 and scoring.STATS.tokens_fed == 6  # context + one continuation token
+
+
+def test_a_sliding_window_model_is_scored_as_whole_rows(restore):
+    """A custom 4-D mask would replace the window transformers builds per layer, and a windowed layer's cache of a
+    right-padded context keeps pads instead of the context's last tokens: such models are scored as whole rows
+    (the forced strategies show both faults)."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    torch.manual_seed(2)
+    config = MistralConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                           sliding_window=8)  # fmt: skip
+    windowed = MistralForCausalLM(config).eval()
+    assert scoring._strategy(windowed) == "rows"
+    docs = documents(11)  # contexts up to 29 tokens, of different lengths: longer than the window, padded
+    assert_equal_to_direct(windowed, docs, scoring.score_choices(windowed, docs, max_length=MAX_LENGTH, batch_size=4))
+    for wrong in ("packed", "shared"):
+        scoring.FORCE_STRATEGY = wrong
+        with pytest.raises(AssertionError):
+            assert_equal_to_direct(
+                windowed, docs, scoring.score_choices(windowed, docs, max_length=MAX_LENGTH, batch_size=4)
+            )
