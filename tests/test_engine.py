@@ -197,6 +197,61 @@ def test_tokenisation_is_reused_only_for_a_byte_identical_tokenizer(setup, tmp_p
     assert third.tokenisation_misses == 1  # a different tokenizer file: tokenised again
 
 
+def _logprob_docs(pipeline: Pipeline) -> list:
+    from lighteval.tasks.requests import SamplingMethod
+
+    return [doc for doc in pipeline.sampling_docs[SamplingMethod.LOGPROBS] if doc.choices]
+
+
+def test_batched_tokenisation_equals_tok_encode_pair_on_every_request(setup, runs):
+    """The first checkpoint's requests are tokenised in two batched calls (`_prefetch_pairs`); each must be what
+    lighteval's own `tok_encode_pair(..., pairwise=True)` gives, text by text."""
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    from finetasks_afr import engine
+
+    _, ours, _ = runs
+    _, model_dir = setup
+    model = engine.SharedPrefixModel(_config(model_dir))
+    docs = _logprob_docs(ours)
+    prompts = [model.prompt_manager.prepare_prompt(doc) for doc in docs]
+    engine._TOKENISATIONS.pop(model.tokenizer_digest, None)  # the runs above memoised them one way or the other
+    model._prefetch_pairs(prompts, docs)
+    assert model.tokenisation_prefetched == len({(p, tuple(d.choices)) for p, d in zip(prompts, docs, strict=True)})
+    memo = engine.tokenisation_memo(model.tokenizer_digest)
+    for prompt, doc in zip(prompts, docs, strict=True):
+        contexts, continuations = memo[(model.add_special_tokens, prompt, tuple(doc.choices), True)]
+        expected = TransformersModel.tok_encode_pair(model, prompt, list(doc.choices), pairwise=True)
+        assert [list(c) for c in contexts] == [list(c) for c in expected[0]], doc.task_name
+        assert [list(c) for c in continuations] == [list(c) for c in expected[1]], doc.task_name
+
+
+def test_batched_tokenisation_steps_aside_when_it_would_differ(setup, runs, monkeypatch, caplog):
+    from lighteval.models.transformers.transformers_model import TransformersModel
+
+    from finetasks_afr import engine
+
+    _, ours, _ = runs
+    _, model_dir = setup
+    model = engine.SharedPrefixModel(_config(model_dir))
+    docs = _logprob_docs(ours)
+    prompts = [model.prompt_manager.prepare_prompt(doc) for doc in docs]
+    engine._TOKENISATIONS.pop(model.tokenizer_digest, None)
+    original = TransformersModel.tok_encode_pair
+
+    def shifted(self, context, continuations, pairwise=False):  # a lighteval that tokenises otherwise
+        contexts, encoded = original(self, context, continuations, pairwise=pairwise)
+        return [[*c, 0] for c in contexts], encoded
+
+    monkeypatch.setattr(TransformersModel, "tok_encode_pair", shifted)
+    model._prefetch_pairs(prompts, docs)
+    assert model.tokenisation_prefetched == 0 and model._batched_pairs is False
+    assert not engine.tokenisation_memo(model.tokenizer_digest)
+    assert "batched tokenisation differs" in caplog.text
+    contexts, _ = model.tok_encode_pair(prompts[0], list(docs[0].choices), pairwise=True)
+    assert contexts[0][-1] == 0  # one by one, through the (patched) lighteval method
+
+
 def test_lighteval_custom_cli_runs_the_engine(setup, tmp_path):
     """lighteval's own `custom` launcher loads `finetasks_afr/lighteval_model.py` and evaluates with it."""
     from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file

@@ -366,7 +366,6 @@ class Evaluator:
         self._exits = contextlib.ExitStack()
         self._pipelines: dict[tuple[str, ...], Any] = {}
         self._task_problems: dict[str, str] = {}
-        self._frozen = False  # whether this worker froze its kept objects (`_freeze_kept_objects`)
         from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
 
         if self.custom_module is not None and not spec.builtin_tasks:
@@ -424,9 +423,6 @@ class Evaluator:
 
     def close(self) -> None:
         self._exits.close()
-        if self._frozen:
-            gc.unfreeze()
-            self._frozen = False
 
     # ----------------------------------------------------------------------------------------------
     def evaluate(self, checkpoint: Checkpoint) -> Outcome:
@@ -499,7 +495,7 @@ class Evaluator:
         from finetasks_afr.lighteval_runtime import prediction_cache_in, timed_tracker_class
 
         started = time.perf_counter()
-        with phases.clock() as clock, self.store.staging() as staging:
+        with phases.clock() as clock, self._fewer_collections(), self.store.staging() as staging:
             part_name = "part-" + part_id(pending, self.spec.model_args())
             with phases.phase(phases.LOAD), prediction_cache_in(staging / "cache"):
                 load_started = time.perf_counter()
@@ -510,10 +506,9 @@ class Evaluator:
                 tracker = timed_tracker_class()(
                     output_dir=str(staging / "lighteval"), save_details=self.spec.save_details
                 )
-            pipeline, built = self._pipeline(pending, model, tracker)
+            pipeline = self._pipeline(pending, model, tracker)
             documents = sum(len(docs) for docs in getattr(pipeline, "documents_dict", {}).values())
-            with self._fewer_collections():
-                pipeline.evaluate()
+            pipeline.evaluate()
             with phases.phase(phases.RESULTS_FILE):
                 if self.spec.save_details:
                     pipeline.save_and_push_results()
@@ -523,8 +518,6 @@ class Evaluator:
                 timer.remove()
             self._release(pipeline)
             del model
-            if built:
-                self._freeze_kept_objects()
             with phases.phase(phases.COMMIT):
                 part = self._stage_part(staging, checkpoint, pending)
                 seconds = dict(clock.seconds)  # the manifest's timing: all but its own writing and the commit
@@ -544,13 +537,19 @@ class Evaluator:
 
     @contextlib.contextmanager
     def _fewer_collections(self) -> Iterator[None]:
-        """Within the block, the garbage collector's youngest generation collects every `YOUNG_THRESHOLD`
-        allocations instead of every 700 (Python's default), for the finetasks engine.
+        """Within the block (a checkpoint, from model load to commit), the garbage collector's youngest generation
+        collects every `YOUNG_THRESHOLD` allocations instead of every 700 (Python's default), for the finetasks
+        engine.
 
         A demo checkpoint allocates a few hundred thousand objects that live until its metrics are written (requests,
-        responses, per-sample metrics) and almost no cyclic garbage (about 350 objects a checkpoint): at the default
-        thresholds about 400 collections re-walk the survivors, 0.1-0.3 s a checkpoint. With the higher threshold a
-        handful run; cyclic garbage is still collected, only later. lighteval's engine keeps the defaults.
+        responses, per-sample metrics; the first one also its Pipeline's documents) and almost no cyclic garbage
+        (about 350 objects a checkpoint): at the default thresholds about 400 collections re-walk the survivors,
+        and every few checkpoints a full collection walks everything the worker keeps (the Pipeline's tasks and
+        documents, the datasets, the tokenisation memo: 700,000 objects, 0.4 s each time): 0.2-1.3 s a demo
+        checkpoint in all. With the higher threshold a handful of young collections run (0.05-0.08 s) and the
+        full ones all but stop; cyclic garbage is still collected, only later. (Freezing the kept objects,
+        `gc.freeze`, gained nothing more and cost a 0.5-1 s collection first.) lighteval's engine keeps the
+        defaults.
         """
         if self.spec.engine != "finetasks" or self.spec.backend != "accelerate":
             yield
@@ -562,27 +561,8 @@ class Evaluator:
         finally:
             gc.set_threshold(*thresholds)
 
-    def _freeze_kept_objects(self) -> None:
-        """Move what this worker keeps across checkpoints (the Pipeline's tasks and documents, the datasets, the
-        tokenisation memo) out of the garbage collector's sight, once, after the checkpoint that built them.
-
-        Those are hundreds of thousands of container objects that never become garbage, and every full collection
-        walks all of them: 0.4 s each, once or twice per demo checkpoint, about a fifth of its non-forward time.
-        Frozen (`gc.freeze`, after one collection so no garbage is frozen with them), later collections walk only
-        the objects a checkpoint makes; `close()` unfreezes them, so that an Evaluator in a long-lived process
-        (tests, a notebook) leaves nothing uncollectable behind. The finetasks engine only: lighteval's engine
-        builds a Pipeline per checkpoint (nothing is kept) and stays lighteval's baseline.
-        """
-        if self._frozen or self.spec.engine != "finetasks" or self.spec.backend != "accelerate":
-            return  # once per worker: a later task list's Pipeline stays unfrozen (rare; it only costs time)
-        with phases.phase(phases.GC):
-            gc.collect()
-            gc.freeze()
-        self._frozen = True
-
-    def _pipeline(self, pending: list[str], model: Any, tracker: Any) -> tuple[Any, bool]:
-        """A lighteval Pipeline over `pending` evaluating `model`, built once per task list and worker, and whether
-        it was built now.
+    def _pipeline(self, pending: list[str], model: Any, tracker: Any) -> Any:
+        """A lighteval Pipeline over `pending` evaluating `model`, built once per task list and worker.
 
         The first checkpoint builds it (tasks, documents, few-shot contexts, requests); later checkpoints with the
         same task list reuse it with their own model and results tracker, re-seeded as a fresh Pipeline would be,
@@ -595,7 +575,6 @@ class Evaluator:
         parallelism, _, parameters_cls = self._pipeline_types
         key = tuple(pending)
         pipeline = self._pipelines.get(key) if self.spec.engine == "finetasks" else None
-        built = pipeline is None
         if pipeline is None:
             launcher = parallelism.VLLM if self.spec.backend == "vllm" else parallelism.ACCELERATE
             with phases.phase(phases.PIPELINE):
@@ -623,7 +602,7 @@ class Evaluator:
                 tracker.task_config_logger.log(pipeline.tasks_dict)
                 tracker.general_config_logger.log_model_info(model_config=model.config)
         pipeline.model._cache = None  # predictions are never reused across evaluations (see prediction_cache_in)
-        return pipeline, built
+        return pipeline
 
     @staticmethod
     def _release(pipeline: Any) -> None:
