@@ -105,7 +105,8 @@ def _parts(
     workers: int,
 ) -> Iterator[_Part]:
     """Each range's _Part, in order: in this process, or in `workers` single-threaded processes (one partition
-    each at a time: on a few cores, whole partitions in parallel beat polars' threads inside small frames)."""
+    each at a time). Whether whole partitions in parallel beat polars' own threads depends on the machine: on the
+    shared 2-core bench machine under load they did not (`bench/bench_scale.py --workers 2`), so 1 is the default."""
     if workers <= 1:
         for first, last, _ in ranges:
             yield _analyse_range(scan, first, last, config, with_ci, step)
@@ -115,9 +116,11 @@ def _parts(
     os.environ["POLARS_MAX_THREADS"] = "1"  # read by each worker's polars at import
     try:
         pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
-        with pool, starting_children():
+        with pool:
             args = (repeat(scan), firsts, lasts, repeat(config), repeat(with_ci), repeat(step))
-            results = list(pool.map(_analyse_range, *args))
+            with starting_children():  # the workers start (Ctrl-C held) on the first submission
+                pending = pool.map(_analyse_range, *args)
+            results = list(pending)
     finally:
         if previous is None:
             os.environ.pop("POLARS_MAX_THREADS", None)
