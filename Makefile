@@ -48,9 +48,12 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-## The test command of the README and of CI: lint, types, then every test (slow ones included).
+## The test command of the README and of CI: lint, types, then every test (slow ones included), on TEST_WORKERS
+## pytest-xdist workers (one per core of the 2-core CI machine), each test file on one worker (its module fixtures
+## are built once). TEST_WORKERS=0 runs in this process.
+TEST_WORKERS ?= 2
 test: lint typecheck
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 ## lighteval 0.13.0's own tests from its sdist (PyPI download), without then with our patches; fails on a regression.
 test-lighteval: install

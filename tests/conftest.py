@@ -8,6 +8,10 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# rich wraps a message at 80 columns when not on a terminal, inside a path if need be; the tests look for whole
+# paths in errors, and pytest-xdist's temporary folders (`popen-gw0/`) are long enough to be cut. Every CLI run in
+# a test (in process, or a child that inherits this) gets a line wide enough for any temporary path.
+os.environ.setdefault("COLUMNS", "320")
 SHARED_DATA = Path(os.environ.get("FINETASKS_AFR_SHARED_DATA", PROJECT_ROOT.parent / "shared" / "data"))
 
 
