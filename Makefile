@@ -163,6 +163,7 @@ bench-smoke: install
 	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT) --limit-tasks 6 --limit-checkpoints 1 --out $(SMOKE_OUT)/sweep.json
 	$(PY) bench/bench_suite.py --max-samples 4 --bare-repeats 1 --tasks '$(SMOKE_SUITE_TASKS)' --out $(SMOKE_OUT)/suite.json
 	$(PY) bench/bench_core.py --smoke --out $(SMOKE_OUT)/core.json
+	$(PY) bench/bench_scale.py --sizes 1M --no-targets
 
 ## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/test_afrobench_coverage.py checks it).
 coverage-table: install
