@@ -15,8 +15,9 @@ LM head. Evaluated with max_length 512 and batch_size 64 on the CPU, with as man
 The machine may be shared: each run records the 1-minute load average before and after it.
 
 Three subprocesses, one after the other (each reports its own peak resident memory, `ru_maxrss`):
-- `finetasks`: `finetasks_afr.engine.SharedPrefixModel` (each distinct context once, every choice on its
-  keys/values); one `Pipeline.evaluate()`, prediction cache off (`model._cache = None`).
+- `finetasks`: `finetasks_afr.engine.SharedPrefixModel` (each distinct context once, with every choice packed
+  after it in the same row under a block mask, `finetasks_afr.scoring`'s strategy rule); one `Pipeline.evaluate()`,
+  prediction cache off (`model._cache = None`).
 - `bare`: the floor. Plain batched `model(input_ids, attention_mask, logits_to_keep=...)` calls (no lighteval, no
   scoring core), then `log_softmax` + gather at the positions that predict a scored token, and nothing else, over
   exactly "the unique token sequences actually needed", recorded from what the finetasks run asked the scoring
@@ -26,7 +27,7 @@ Three subprocesses, one after the other (each reports its own peak resident memo
       continuation without its last token (its positions predict the continuation's remaining tokens);
     * every row the core scores whole, once: lighteval's truncated rows (context + continuation longer than
       max_length, or no context) and the perplexity tasks' rolling windows, without their last token.
-  That is what prefix sharing feeds, minus anything fed twice, so its real tokens are at most our
+  That is what the packed rows feed, minus anything fed twice, so its real tokens are at most our
   `tokens_forwarded`. The continuation pieces are run as sequences of their own (a plain call has no keys/values
   to attend to), which makes them slightly cheaper than in the real computation: the baseline is a lower bound.
   Batches of batch_size rows, right-padded with a mask, longest sequences first: all sequences sorted together,
@@ -50,12 +51,13 @@ listed; the script exits 1 when they differ.
 
 Why a tolerance, and why this one for the stderrs. The translation log-likelihood tasks (`*_ll_*`, one
 continuation per document, lighteval's loglikelihood path) get each document's log-probability from a different
-float32 computation on each path: ours scores the reference on the cached keys/values of the prompt (prefix
-sharing), lighteval forwards prompt + reference as one row. The same attention and matmuls in another shape round
+float32 computation on each path: ours scores the reference in a packed row under a block mask (or, for a model
+that fails the packing probe, on the cached keys/values of the prompt), lighteval forwards prompt + reference as
+one plain row. The same attention and matmuls in another shape round
 differently: per-document sums differ by up to about 2e-7 relative (on a random Llama, the same pairs forwarded as
 whole rows agree with a plain full-logits pass to the bit). Nothing downstream differs (the bytes are the same
 integers; the metric and the bootstrap draws are the same code, fix 4 of `finetasks_afr.compat` in both
-processes), so making them identical would mean giving up prefix sharing for these tasks, not changing a sum's
+processes), so making them identical would mean giving up sharing the prompt for these tasks, not changing a sum's
 order or dtype. The score, sum(log-probs) / sum(bytes), keeps its 1e-6 relative tolerance. Its bootstrap stderr is
 the standard deviation of that statistic over 1000 resamples: a shift of at most d in each resample's value moves
 the standard deviation by at most d, so per-document values equal to 1e-6 relative bound the stderr's difference
