@@ -95,6 +95,18 @@ def worker(
     }
 
 
+def _worker_env() -> dict[str, str]:
+    """This environment with one Python hash seed for both workers (the caller's, else 0).
+
+    lighteval 0.13's Registry orders the tasks through a set (`tasks/registry.py`, `list(set(expanded_tasks_list))`),
+    so each process meets the tasks, hence the documents, in an order of its hash seed; the documents' order sets
+    the batches of the float32 passes, and the perplexities then differ between processes in the ninth digit
+    (either engine against itself: measured). With one seed both engines see one order and their scores are
+    compared as engines, bit for bit.
+    """
+    return {**os.environ, "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")}
+
+
 def fixed_cost(report: dict) -> dict:
     """What a checkpoint costs beside its forward passes (start-up amortised, model load, everything else), per
     checkpoint, per task and per 1,000 documents: on a faster device the forward passes shrink and this stays."""
@@ -157,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                        "--sweep-dir", str(sweep_dir)]  # fmt: skip
             for flag, value in (("--limit-tasks", args.limit_tasks), ("--limit-checkpoints", args.limit_checkpoints)):
                 command += [flag, str(value)] if value is not None else []
-            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            done = subprocess.run(command, check=True, capture_output=True, text=True, env=_worker_env())
             reports[engine] = json.loads(done.stdout.strip().splitlines()[-1])
         agreement = compare(Path(scratch) / "lighteval", Path(scratch) / "finetasks")
     ours, theirs = reports["finetasks"], reports["lighteval"]
