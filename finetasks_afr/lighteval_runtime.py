@@ -23,7 +23,47 @@ def custom_tasks_only() -> Iterator[None]:
     def load(custom_tasks=None, load_multilingual=False):
         return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
 
-    with mock.patch.object(Registry, "load_all_task_configs", staticmethod(load)):
+    with mock.patch.object(Registry, "load_all_task_configs", staticmethod(load)), tasks_in_given_order():
+        yield
+
+
+def set_ordered_task_list(parse: Any) -> bool:
+    """Whether `Registry._get_full_task_list_from_input_string` orders its tasks by a set (lighteval 0.13:
+    `list(set(expanded_tasks_list))`), read from its source."""
+    import inspect
+
+    try:
+        return "list(set(" in inspect.getsource(parse)
+    except (OSError, TypeError):
+        return False
+
+
+@contextmanager
+def tasks_in_given_order() -> Iterator[None]:
+    """Within the block, lighteval's registry keeps the tasks in the order they were given.
+
+    lighteval 0.13 removes duplicate task names through a `set`, so each process meets the tasks, and so the
+    documents and the float32 batches they form, in an order that follows the string hash seed: the same sweep
+    gives perplexities that differ in the ninth digit between two processes. Duplicates are still removed; the
+    order becomes that of the comma-separated list (a task file or a group keeps lighteval's names, sorted). Only
+    a registry whose parser still orders by a set is touched (`set_ordered_task_list`).
+    """
+    import os  # os.path.exists, as lighteval: Path.exists raises on a comma list longer than a file name
+
+    from lighteval.tasks.registry import Registry
+
+    original = Registry._get_full_task_list_from_input_string
+    if not set_ordered_task_list(original):
+        yield
+        return
+
+    def ordered(self: Any, tasks: Any) -> list[str]:
+        found = original(self, tasks)
+        given = tasks.split(",") if isinstance(tasks, str) and not os.path.exists(tasks) else []  # noqa: PTH110
+        position = {name: index for index, name in reversed(list(enumerate(given)))}
+        return sorted(found, key=lambda name: (position.get(name, len(position)), name))
+
+    with mock.patch.object(Registry, "_get_full_task_list_from_input_string", ordered):
         yield
 
 
