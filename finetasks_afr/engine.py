@@ -67,6 +67,35 @@ _KEEP_TOKENIZERS = 4
 PREFETCH_MIN = 16  # fewer requests to tokenise than this: one by one (a batch call's set-up is not worth it)
 
 
+class PlanMemo(OrderedDict):
+    """`scoring.score_choices`' plans (keyed there by a digest of the requests' tokens, lengths, pad id), kept for
+    the next checkpoints of a sweep, which ask the same requests: the most recent `keep` calls' plans (a pipeline
+    makes a few calls: conditioned, PMI's unconditioned, partial scoring), at most `max_bytes` of tensors."""
+
+    def __init__(self, keep: int = 8, max_bytes: int = 512 << 20) -> None:
+        super().__init__()
+        self.keep, self.max_bytes = keep, max_bytes
+        self.hits = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        found = super().get(key, default)
+        if found is not default:
+            self.move_to_end(key)
+            self.hits += 1
+        return found
+
+    def __setitem__(self, key: Any, plan: scoring.ChoicePlan) -> None:
+        if plan.nbytes > self.max_bytes:
+            return  # too large to keep: planned again next time
+        super().__setitem__(key, plan)
+        self.move_to_end(key)
+        while len(self) > self.keep or sum(kept.nbytes for kept in self.values()) > self.max_bytes:
+            self.popitem(last=False)
+
+
+_PLANS = PlanMemo()
+
+
 def lighteval_series() -> str:
     """lighteval's major.minor ("0.13"), or "" when unknown."""
     import importlib.metadata
@@ -245,6 +274,7 @@ class SharedPrefixModel(TransformersModel):
                 max_length=self.max_length,
                 batch_size=batch_size,
                 pad_id=scoring.pad_token_id(self.tokenizer),
+                plans=_PLANS,
             )
         with phases.phase(phases.RESPONSES):
             return [

@@ -45,9 +45,10 @@ from __future__ import annotations
 import array
 import copy
 import dataclasses
+import hashlib
 import inspect
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 Row = tuple[Sequence[int], int]  # (tokens, number of trailing tokens to score)
@@ -395,21 +396,46 @@ def _batches(groups: list[_Group], batch_size: int) -> Iterator[list[_Group]]:
         yield batch
 
 
-def score_choices(
-    model: Any,
+@dataclasses.dataclass(frozen=True)
+class ChoicePlan:
+    """How `score_choices` scores a list of documents, everything that depends on the requests and not on the model:
+    the groups, the fallback rows and, for the packed strategy, each batch's tensors. A sweep asks every
+    checkpoint the same requests (same tokenizer), so the engine plans once and scores every checkpoint with the
+    plan (`plans=` of `score_choices`). Immutable: nothing in it is written after `plan_choices`."""
+
+    shape: tuple[int, ...]  # continuations per document
+    whole: tuple[tuple[int, int], ...]  # (document, choice) scored as lighteval's rows
+    whole_rows: tuple[Row, ...]
+    strategy: str | None  # the strategy the groups are laid out for; None without groups
+    groups: tuple[_Group, ...]  # "shared" and "rows": the groups in document order
+    packed: tuple[_PackedBatch, ...]  # "packed": the batches, ready to run
+    max_length: int
+    batch_size: int
+    pad_id: int
+
+    @property
+    def nbytes(self) -> int:
+        """The memory its tensors hold (what a memo of plans budgets)."""
+        return sum(
+            tensor.element_size() * tensor.numel()
+            for batch in self.packed
+            for tensor in (batch.ids, batch.segment, batch.position, batch.padding_mask, batch.keep, batch.select,
+                           batch.at, batch.target, batch.owner)
+            if tensor is not None
+        )  # fmt: skip
+
+
+def plan_choices(
     docs: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
     *,
     max_length: int,
     batch_size: int,
     pad_id: int = 0,
-) -> list[list[Scored]]:
-    """log P(continuation | context) for each `(context tokens, [continuation tokens, ...])` document, in order.
-
-    Documents (of any tasks) with identical context tokens share one forward pass of the context (module
-    docstring). A continuation whose context + continuation exceed `max_length`, or whose context is empty, is
-    scored as lighteval scores it.
-    """
-    out: list[list[Scored | None]] = [[None] * len(continuations) for _, continuations in docs]
+    strategy: str | Callable[[], str],
+) -> ChoicePlan:
+    """The plan of `score_choices` for these documents under `strategy` (or a callable naming it, asked only when
+    some group needs one: the probe of `_strategy` runs only then)."""
+    shape = tuple(len(continuations) for _, continuations in docs)
     groups: dict[Any, _Group] = {}
     whole: list[tuple[int, int]] = []
     for doc_index, (context, continuations) in enumerate(docs):
@@ -428,28 +454,97 @@ def score_choices(
                 if group is None:
                     group = groups[key] = _Group(context, [])
             group.members.append(((doc_index, choice), tuple(continuation)))
-    if whole:
-        STATS.fallback_rows += len(whole)
-        rows = [_lighteval_row(docs[d][0], docs[d][1][c], max_length) for d, c in whole]
-        for (d, c), scored in zip(whole, score_rows(model, rows, batch_size=batch_size, pad_id=pad_id), strict=True):
+    whole_rows = tuple(_lighteval_row(docs[d][0], docs[d][1][c], max_length) for d, c in whole)
+    chosen = (strategy if isinstance(strategy, str) else strategy()) if groups else None
+    if chosen is not None and chosen not in STRATEGIES:
+        raise ScoringError(f"a plan's strategy must be one of {STRATEGIES}, got {chosen!r}")
+    packed: tuple[_PackedBatch, ...] = ()
+    if chosen == "packed":
+        packed = tuple(
+            _plan_packed_batch(batch, pad_id) for batch in _packed_batches(_pack(list(groups.values())), batch_size)
+        )
+    return ChoicePlan(
+        shape, tuple(whole), whole_rows, chosen, tuple(groups.values()) if chosen != "packed" else (), packed,
+        max_length, max(1, batch_size), pad_id,
+    )  # fmt: skip
+
+
+def score_plan(model: Any, plan: ChoicePlan) -> list[list[Scored]]:
+    """Score a plan on `model` (`score_choices`' results). The plan's strategy must be the model's (`_strategy`)."""
+    if plan.strategy is not None and plan.strategy != _strategy(model):
+        raise ScoringError(f"a plan for the {plan.strategy!r} strategy cannot score a {_strategy(model)!r} model")
+    out: list[list[Scored | None]] = [[None] * n for n in plan.shape]
+    if plan.whole:
+        STATS.fallback_rows += len(plan.whole)
+        scores = score_rows(model, plan.whole_rows, batch_size=plan.batch_size, pad_id=plan.pad_id)
+        for (d, c), scored in zip(plan.whole, scores, strict=True):
             out[d][c] = scored
-    strategy = _strategy(model) if groups else "shared"
-    if strategy == "rows":
-        members = [(index, group.context, cont) for group in groups.values() for index, cont in group.members]
-        rows = [_lighteval_row(context, cont, max_length) for _, context, cont in members]
-        scores = score_rows(model, rows, batch_size=batch_size, pad_id=pad_id)
+    if plan.strategy == "rows":
+        members = [(index, group.context, cont) for group in plan.groups for index, cont in group.members]
+        rows = [_lighteval_row(context, cont, plan.max_length) for _, context, cont in members]
+        scores = score_rows(model, rows, batch_size=plan.batch_size, pad_id=plan.pad_id)
         for (index, _, _), scored in zip(members, scores, strict=True):
             out[index[0]][index[1]] = scored
-    elif strategy == "packed":
-        for packed in _packed_batches(_pack(list(groups.values())), max(1, batch_size)):
-            for (d, c), scored in _score_packed_batch(model, packed, pad_id):
+    elif plan.strategy == "packed":
+        for batch in plan.packed:
+            for (d, c), scored in _score_planned_batch(model, batch):
                 out[d][c] = scored
-    else:
-        ordered = sorted(groups.values(), key=lambda group: -len(group.context))
-        for batch in _batches(ordered, max(1, batch_size)):
-            for (d, c), scored in _score_shared_batch(model, batch, pad_id):
+    elif plan.strategy == "shared":
+        ordered = sorted(plan.groups, key=lambda group: -len(group.context))
+        for shared in _batches(ordered, plan.batch_size):
+            for (d, c), scored in _score_shared_batch(model, shared, plan.pad_id):
                 out[d][c] = scored
     return [[scored for scored in scores if scored is not None] for scores in out]
+
+
+def requests_digest(docs: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]) -> str | None:
+    """A digest of the documents' tokens (and how they split into contexts and continuations): a plan is reused
+    only for byte-identical requests. None when a token does not fit an int32 (then nothing is reused)."""
+    digest = hashlib.blake2b(digest_size=20)
+    try:
+        for context, continuations in docs:
+            digest.update(array.array("i", [len(context), len(continuations), *map(len, continuations)]).tobytes())
+            if isinstance(context, array.array) and context.typecode == "i":
+                digest.update(context.tobytes())
+            else:
+                digest.update(array.array("i", context).tobytes())
+            digest.update(array.array("i", [t for continuation in continuations for t in continuation]).tobytes())
+    except (OverflowError, TypeError):
+        return None
+    return digest.hexdigest()
+
+
+def score_choices(
+    model: Any,
+    docs: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]],
+    *,
+    max_length: int,
+    batch_size: int,
+    pad_id: int = 0,
+    plans: MutableMapping[Any, ChoicePlan] | None = None,
+) -> list[list[Scored]]:
+    """log P(continuation | context) for each `(context tokens, [continuation tokens, ...])` document, in order.
+
+    Documents (of any tasks) with identical context tokens share one forward pass of the context (module
+    docstring). A continuation whose context + continuation exceed `max_length`, or whose context is empty, is
+    scored as lighteval scores it. With `plans` (a mapping the caller keeps across models), the plan of these
+    exact requests (`requests_digest`, with the same lengths, pad and strategy) is reused instead of rebuilt.
+    """
+    key = None
+    if plans is not None:
+        digest = requests_digest(docs)
+        key = None if digest is None else (digest, max_length, max(1, batch_size), pad_id)
+    plan = plans.get(key) if plans is not None and key is not None else None
+    if plan is not None and plan.strategy is not None and plan.strategy != _strategy(model):
+        plan = None  # another model class: its strategy lays the groups out otherwise
+    if plan is None:
+        plan = plan_choices(
+            docs, max_length=max_length, batch_size=max(1, batch_size), pad_id=pad_id,
+            strategy=lambda: _strategy(model),
+        )  # fmt: skip
+        if plans is not None and key is not None:
+            plans[key] = plan
+    return score_plan(model, plan)
 
 
 def score_continuations(
@@ -768,8 +863,27 @@ def _packed_batches(rows: list[_Packed], batch_size: int) -> Iterator[list[_Pack
         yield batch
 
 
-def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> Iterator[tuple[Any, Scored]]:
-    """Score a batch of packed rows in one forward pass.
+@dataclasses.dataclass(frozen=True)
+class _PackedBatch:
+    """One batch of packed rows as the model is fed it and its logits are read (`_plan_packed_batch`): built from
+    the requests alone, so a plan runs it on any number of models."""
+
+    ids: Any  # (rows, width) input ids, right-padded
+    segment: Any  # (rows, width): 0 context, k continuation k, -1 pad; None when no row has continuation tokens
+    position: Any  # (rows, width) position ids
+    padding_mask: Any  # (rows, width) 2-D mask, for contexts alone (no continuation tokens in any row)
+    keep: Any  # (rows, kept) the positions whose logits are computed
+    select: Any  # indices of the real kept positions in the flattened (rows x kept); None when none is padding
+    at: Any  # for each scored token: its kept position among the selected ones
+    target: Any  # for each scored token: its id
+    owner: Any  # for each scored token: which continuation (index into `indices`) it belongs to
+    indices: tuple[Any, ...]  # where each continuation's score goes
+    real: int  # non-pad tokens
+    members: int  # continuations
+
+
+def _plan_packed_batch(batch: Sequence[_Group | _Packed], pad_id: int) -> _PackedBatch:
+    """Lay out a batch of packed rows (`_score_planned_batch` says how they are read).
 
     Row layout: the context, then each continuation without its last token (which no position needs). Position
     ids run 0..C-1 over the context and restart at C for each continuation, so each continuation token sits where
@@ -780,87 +894,105 @@ def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: i
     """
     import torch
 
-    device = _device(model)
-    layouts = []
-    for row in batch:
-        context_length = len(row.context)
-        segments = [0] * context_length
-        positions = list(range(context_length))
-        tokens: list[int] = []
-        kept = [context_length - 1]
-        scored: list[tuple[Any, list[int], tuple[int, ...]]] = []  # (index, keep columns, targets)
-        for number, (index, cont) in enumerate(row.members, start=1):
-            start = context_length + len(tokens)
-            columns = [0, *range(len(kept), len(kept) + len(cont) - 1)]
-            kept += range(start, start + len(cont) - 1)
-            tokens += cont[:-1]
-            segments += [number] * (len(cont) - 1)
-            positions += range(context_length, context_length + len(cont) - 1)
-            scored.append((index, columns, cont))
-        layouts.append((row.context, tokens, segments, positions, kept, scored))
-    width = max(len(layout[2]) for layout in layouts)
-    keep_width = max(len(layout[4]) for layout in layouts)
+    widths = [len(row.context) + sum(len(cont) - 1 for _, cont in row.members) for row in batch]
+    kept_counts = [1 + width - len(row.context) for row, width in zip(batch, widths, strict=True)]
+    width = max(widths)
+    keep_width = max(kept_counts)
     ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
     segment = torch.full((len(batch), width), -1, dtype=torch.long)
     position = torch.zeros((len(batch), width), dtype=torch.long)
     keep = torch.zeros((len(batch), keep_width), dtype=torch.long)
-    real = 0
-    for r, (context, tokens, segments, positions, row_kept, _) in enumerate(layouts):
-        length = len(segments)
-        ids[r, : len(context)] = _long_tensor(context)
-        if tokens:
-            ids[r, len(context) : length] = torch.as_tensor(tokens, dtype=torch.long)
-        segment[r, :length] = torch.as_tensor(segments, dtype=torch.long)
-        position[r, :length] = torch.as_tensor(positions, dtype=torch.long)
+    at: list[int] = []
+    targets: list[int] = []
+    owners: list[int] = []
+    indices: list[Any] = []
+    selected = 0  # kept positions of the rows before this one (the select order)
+    for r, row in enumerate(batch):
+        context_length = len(row.context)
+        length = widths[r]
+        ids[r, :context_length] = _long_tensor(row.context)
+        segment[r, :context_length] = 0
+        position[r, :context_length] = torch.arange(context_length)
         position[r, length:] = torch.arange(width - length)
-        keep[r, : len(row_kept)] = torch.as_tensor(row_kept, dtype=torch.long)
-        keep[r, len(row_kept) :] = row_kept[-1]  # padding of the index: repeats a real position, never read
-        real += length
-    members = sum(len(row.members) for row in batch)
-    STATS.tokens_fed += real
-    STATS.padded_tokens_fed += ids.numel()
-    STATS.shared_contexts += len(batch)
-    STATS.continuations += members
-    STATS.packed_rows += len(batch)
+        keep[r, 0] = context_length - 1
+        keep[r, 1 : kept_counts[r]] = torch.arange(context_length, length)
+        keep[r, kept_counts[r] :] = context_length - 1  # padding of the index: repeats a real position, never read
+        start = context_length
+        for number, (index, cont) in enumerate(row.members, start=1):
+            rest = len(cont) - 1
+            if rest:
+                ids[r, start : start + rest] = torch.as_tensor(cont[:-1], dtype=torch.long)
+                segment[r, start : start + rest] = number
+                position[r, start : start + rest] = torch.arange(context_length, context_length + rest)
+            column = start - context_length + 1  # the kept column of the continuation's second token
+            at.append(selected)
+            at += range(selected + column, selected + column + rest)
+            targets += cont
+            owners += [len(indices)] * len(cont)
+            indices.append(index)
+            start += rest
+        selected += kept_counts[r]
+    rests = any(len(cont) > 1 for row in batch for _, cont in row.members)
+    padded = any(count != keep_width for count in kept_counts)
+    select = (
+        torch.as_tensor([r * keep_width + j for r, count in enumerate(kept_counts) for j in range(count)])
+        if padded
+        else None
+    )
+    return _PackedBatch(
+        ids=ids, segment=segment if rests else None, position=position,
+        padding_mask=None if rests else (segment >= 0).to(torch.long), keep=keep, select=select,
+        at=torch.as_tensor(at, dtype=torch.long), target=torch.as_tensor(targets, dtype=torch.long),
+        owner=torch.as_tensor(owners, dtype=torch.long), indices=tuple(indices), real=sum(widths),
+        members=len(indices),
+    )  # fmt: skip
+
+
+def _score_planned_batch(model: Any, batch: _PackedBatch) -> Iterator[tuple[Any, Scored]]:
+    """One forward pass of a planned batch; `log_softmax` and the greedy check run over the kept positions that
+    score a token, not over the kept index's padding (each position's values are those of the whole tensor)."""
+    import torch
+
+    device = _device(model)
+    rows, width = batch.ids.shape
+    STATS.tokens_fed += batch.real
+    STATS.padded_tokens_fed += rows * width
+    STATS.shared_contexts += rows
+    STATS.continuations += batch.members
+    STATS.packed_rows += rows
     with torch.inference_mode():
-        if all(not layout[1] for layout in layouts):
+        if batch.segment is None:
             # Single-token continuations only: the bare contexts, right-padded, with the usual padding mask.
-            inputs: dict[str, Any] = {"attention_mask": (segment >= 0).to(torch.long).to(device)}
+            inputs: dict[str, Any] = {"attention_mask": batch.padding_mask.to(device)}
         else:
             # Built where the model runs: (rows, width, width) is the one tensor here that grows with the square.
-            on_device = segment.to(device)
+            on_device = batch.segment.to(device)
             query, key = on_device.unsqueeze(2), on_device.unsqueeze(1)
             causal = torch.ones((width, width), dtype=torch.bool, device=device).tril()
             allowed = causal & ((key == 0) & (query >= 0) | (key == query))
             dtype = _model_dtype(model)
             mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, torch.finfo(dtype).min)
-            inputs = {"attention_mask": mask.unsqueeze(1), "position_ids": position.to(device)}
-        logits = _logits(model, keep.to(device), input_ids=ids.to(device), **inputs).logits
-        logprobs = torch.log_softmax(logits.float(), dim=-1)  # (rows, kept, vocab)
-        best = logprobs.argmax(dim=-1)
-        rows_of: list[int] = []
-        columns_of: list[int] = []
-        targets_of: list[int] = []
-        owners_of: list[int] = []
-        indices: list[Any] = []
-        for r, layout in enumerate(layouts):
-            for index, columns, cont in layout[5]:
-                owners_of += [len(indices)] * len(cont)
-                indices.append(index)
-                rows_of += [r] * len(cont)
-                columns_of += columns
-                targets_of += cont
-        at_row = torch.as_tensor(rows_of, dtype=torch.long, device=logprobs.device)
-        at_column = torch.as_tensor(columns_of, dtype=torch.long, device=logprobs.device)
-        target = torch.as_tensor(targets_of, dtype=torch.long, device=logprobs.device)
-        owner = torch.as_tensor(owners_of, dtype=torch.long, device=logprobs.device)
-        picked = logprobs[at_row, at_column, target]
-        missed = (best[at_row, at_column] != target).to(torch.long)
-        totals = torch.zeros(len(indices), dtype=picked.dtype, device=picked.device).index_add_(0, owner, picked)
-        misses = torch.zeros(len(indices), dtype=torch.long, device=picked.device).index_add_(0, owner, missed)
+            inputs = {"attention_mask": mask.unsqueeze(1), "position_ids": batch.position.to(device)}
+        logits = _logits(model, batch.keep.to(device), input_ids=batch.ids.to(device), **inputs).logits
+        flat = logits.reshape(-1, logits.shape[-1])
+        if batch.select is not None:
+            flat = flat[batch.select.to(flat.device)]
+        logprobs = torch.log_softmax(flat.float(), dim=-1)  # (scoring positions, vocab)
+        at = batch.at.to(logprobs.device)
+        target = batch.target.to(logprobs.device)
+        owner = batch.owner.to(logprobs.device)
+        picked = logprobs[at, target]
+        missed = (logprobs.argmax(dim=-1)[at] != target).to(torch.long)
+        totals = torch.zeros(batch.members, dtype=picked.dtype, device=picked.device).index_add_(0, owner, picked)
+        misses = torch.zeros(batch.members, dtype=torch.long, device=picked.device).index_add_(0, owner, missed)
         results = list(zip(totals.tolist(), (misses == 0).tolist(), strict=True))
-    for index, (total, greedy) in zip(indices, results, strict=True):
+    for index, (total, greedy) in zip(batch.indices, results, strict=True):
         yield index, Scored(float(total), bool(greedy))
+
+
+def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> Iterator[tuple[Any, Scored]]:
+    """Score a batch of packed rows in one forward pass (`_plan_packed_batch`, then `_score_planned_batch`)."""
+    return _score_planned_batch(model, _plan_packed_batch(batch, pad_id))
 
 
 def bits_per_byte(logprob_nats: float, n_bytes: int) -> float:
