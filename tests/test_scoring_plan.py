@@ -112,3 +112,17 @@ def test_the_engine_s_memo_keeps_the_latest_plans_within_its_budget():
     tiny = PlanMemo(keep=8, max_bytes=small.nbytes - 1)
     tiny["a"] = small
     assert not tiny  # larger than the budget: not kept
+
+
+def test_the_greedy_check_is_argmax_s_on_ties_and_nans():
+    """`_missed` runs `argmax` only where the target holds its row's maximum; ties (the first index wins) and NaN
+    rows must come out as `argmax` alone says."""
+    generator = torch.Generator().manual_seed(0)
+    for trial in range(100):
+        logprobs = torch.randint(0, 4, (30, 9), generator=generator).float()  # many ties
+        if trial % 3 == 0:
+            logprobs[trial % 30, trial % 9] = float("nan")
+        at = torch.randint(0, 30, (60,), generator=generator)
+        target = torch.randint(0, 9, (60,), generator=generator)
+        expected = (logprobs.argmax(dim=-1)[at] != target).to(torch.long)
+        assert torch.equal(scoring._missed(logprobs, at, target, logprobs[at, target]), expected)
