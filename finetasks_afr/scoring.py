@@ -47,6 +47,7 @@ import copy
 import dataclasses
 import hashlib
 import inspect
+import itertools
 import math
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
@@ -500,17 +501,21 @@ def score_plan(model: Any, plan: ChoicePlan) -> list[list[Scored]]:
 def requests_digest(docs: Sequence[tuple[Sequence[int], Sequence[Sequence[int]]]]) -> str | None:
     """A digest of the documents' tokens (and how they split into contexts and continuations): a plan is reused
     only for byte-identical requests. None when a token does not fit an int32 (then nothing is reused)."""
-    digest = hashlib.blake2b(digest_size=20)
+    lengths = array.array("i")
+    contexts: list[bytes] = []
     try:
         for context, continuations in docs:
-            digest.update(array.array("i", [len(context), len(continuations), *map(len, continuations)]).tobytes())
-            if isinstance(context, array.array) and context.typecode == "i":
-                digest.update(context.tobytes())
-            else:
-                digest.update(array.array("i", context).tobytes())
-            digest.update(array.array("i", [t for continuation in continuations for t in continuation]).tobytes())
+            lengths.append(len(context))
+            lengths.append(len(continuations))
+            lengths.extend(map(len, continuations))
+            compact = context if isinstance(context, array.array) and context.typecode == "i" else None
+            contexts.append((compact if compact is not None else array.array("i", context)).tobytes())
+        tokens = array.array("i", itertools.chain.from_iterable(itertools.chain.from_iterable(c for _, c in docs)))
     except (OverflowError, TypeError):
         return None
+    digest = hashlib.blake2b(lengths.tobytes(), digest_size=20)
+    digest.update(b"".join(contexts))
+    digest.update(tokens.tobytes())
     return digest.hexdigest()
 
 
@@ -948,7 +953,7 @@ def _plan_packed_batch(batch: Sequence[_Group | _Packed], pad_id: int) -> _Packe
     )  # fmt: skip
 
 
-def _score_planned_batch(model: Any, batch: _PackedBatch) -> Iterator[tuple[Any, Scored]]:
+def _score_planned_batch(model: Any, batch: _PackedBatch) -> list[tuple[Any, Scored]]:
     """One forward pass of a planned batch; `log_softmax` and the greedy check run over the kept positions that
     score a token, not over the kept index's padding (each position's values are those of the whole tensor)."""
     import torch
@@ -985,9 +990,7 @@ def _score_planned_batch(model: Any, batch: _PackedBatch) -> Iterator[tuple[Any,
         missed = _missed(logprobs, at, target, picked)
         totals = torch.zeros(batch.members, dtype=picked.dtype, device=picked.device).index_add_(0, owner, picked)
         misses = torch.zeros(batch.members, dtype=torch.long, device=picked.device).index_add_(0, owner, missed)
-        results = list(zip(totals.tolist(), (misses == 0).tolist(), strict=True))
-    for index, (total, greedy) in zip(batch.indices, results, strict=True):
-        yield index, Scored(float(total), bool(greedy))
+        return list(zip(batch.indices, map(Scored, totals.tolist(), (misses == 0).tolist()), strict=True))
 
 
 def _missed(logprobs: Any, at: Any, target: Any, picked: Any) -> Any:
@@ -1006,7 +1009,7 @@ def _missed(logprobs: Any, at: Any, target: Any, picked: Any) -> Any:
     return missed
 
 
-def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> Iterator[tuple[Any, Scored]]:
+def _score_packed_batch(model: Any, batch: Sequence[_Group | _Packed], pad_id: int) -> list[tuple[Any, Scored]]:
     """Score a batch of packed rows in one forward pass (`_plan_packed_batch`, then `_score_planned_batch`)."""
     return _score_planned_batch(model, _plan_packed_batch(batch, pad_id))
 
