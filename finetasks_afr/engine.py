@@ -9,9 +9,10 @@ two methods and nothing else:
   scored on its keys/values, sorted and batched by length across all tasks of the run. PMI's unconditioned
   requests (`finetasks_afr.compat`) and Winogrande's per-choice partial-scoring requests
   (`finetasks_afr.partial_scoring`) reach the model through this method as well, so they are shared the same way
-  (every PMI choice of a run shares the one "Answer:" context). The rolling (perplexity) branch goes to
-  `finetasks_afr.compat.rolling_loglikelihood`, the core's windowing rule. lighteval's `@cached` wrappers,
-  the compat fixes and partial scoring sit above this method and are untouched.
+  (every PMI choice of a run shares the one "Answer:" context). Each call's plan (groups, packed batches' tensors:
+  `scoring.plan_choices`) is kept in `_PLANS` and reused by the next checkpoints asking the same request tokens.
+  The rolling (perplexity) branch goes to `finetasks_afr.compat.rolling_loglikelihood`, the core's windowing rule.
+  lighteval's `@cached` wrappers, the compat fixes and partial scoring sit above this method and are untouched.
 - `tok_encode_pair`: memoised per process, keyed by a digest of the tokenizer's files (`tokenizer_digest`), so a
   sweep tokenises each request once per worker and re-tokenises only when a checkpoint's tokenizer differs.
 

@@ -38,6 +38,11 @@ Batching: rows (contexts, packed rows) are sorted by length, longest first, acro
 (all tasks of a pipeline run), and batched by `batch_size` rows; a batch of packed rows also holds no more padded
 tokens than `batch_size` of its whole rows (context + longest continuation), the memory the engine sized
 `batch_size` for. `STATS` counts the tokens actually fed to the model.
+
+Planning: all of that depends on the requests only, not on the model, so `plan_choices` builds it once (an
+immutable `ChoicePlan`: groups, fallback rows, each packed batch's tensors) and `score_plan` runs it;
+`score_choices(..., plans=memo)` reuses a plan for byte-identical requests (`requests_digest`), which is what a
+sweep's checkpoints 2..N ask.
 """
 
 from __future__ import annotations
