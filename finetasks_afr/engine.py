@@ -5,8 +5,9 @@ two methods and nothing else:
 
 - `_loglikelihood_tokens`: lighteval's requests (`prompt_manager.prepare_prompt(doc)` then
   `tok_encode_pair(context, doc.choices, pairwise=True)`, exactly as lighteval builds them) are scored by the one
-  scoring core (`finetasks_afr.scoring.score_continuations`): each distinct context runs once and every choice is
-  scored on its keys/values, sorted and batched by length across all tasks of the run. PMI's unconditioned
+  scoring core (`finetasks_afr.scoring.score_choices`): each distinct context runs once, its choices packed after
+  it in the same row under a block mask (or on its keys/values, or as whole rows: the core's strategy rule, per
+  model class), sorted and batched by length across all tasks of the run. PMI's unconditioned
   requests (`finetasks_afr.compat`) and Winogrande's per-choice partial-scoring requests
   (`finetasks_afr.partial_scoring`) reach the model through this method as well, so they are shared the same way
   (every PMI choice of a run shares the one "Answer:" context). Each call's plan (groups, packed batches' tensors:
