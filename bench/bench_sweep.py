@@ -3,12 +3,13 @@
 Each engine sweeps every checkpoint of one demo run in a fresh worker process of its own (one worker, one torch
 thread, as a Slurm array task would), into a temporary directory; each checkpoint's wall time is split with the
 sweep's own instrumentation (`finetasks_afr.sweep.evaluate.Timing`: model load timed around the loader, forward
-passes by hooks on the torch module, start-up = lighteval import + task-suite construction, paid once per worker
-and amortised over its checkpoints). Both score tables are collected and must be identical (the run fails
-otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours)
-and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's peak memory, each engine's
-phases per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the checkpoint's wall time) and its
-fixed cost beside forward passes per checkpoint, per task and per 1,000 documents (what a faster device leaves).
+passes by hooks on the torch module, start-up = lighteval import + task-suite construction + each task's dataset
+loaded and checked, paid once per worker and amortised over its checkpoints). Both score tables are collected and
+must be identical (the run fails otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's
+seconds per checkpoint / ours) and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's
+peak memory, each engine's phases per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the
+checkpoint's wall time) and its fixed cost beside forward passes per checkpoint, per task and per 1,000 documents
+(what a faster device leaves).
 
     python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--limit-tasks N] [--limit-checkpoints N]
 
@@ -52,11 +53,14 @@ def worker(
     """Sweep one demo run with `engine` in this process; the timings and this process's peak memory. The limits
     keep the world's first tasks and the run's first checkpoints only (the smoke slice)."""
     os.environ.setdefault("TQDM_DISABLE", "1")
+    imports_started = time.perf_counter()  # the modules below import lighteval: part of the worker's start-up
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
     from finetasks_afr.sweep.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
+
+    imports_done = time.perf_counter()
 
     world = World.load(demo / "world")
     os.environ[WORLD_ENV] = str(world.root.resolve())
@@ -71,7 +75,7 @@ def worker(
     if len(timings) != len(checkpoints):
         failed = [f"{o.checkpoint.label}: {o.reason}" for o in result.outcomes if o.status != "evaluated"]
         raise SystemExit(f"{engine}: {len(checkpoints) - len(timings)} checkpoint(s) failed: {failed}")
-    startup = result.startup_seconds[0]
+    startup = imports_done - imports_started + result.startup_seconds[0]
     n = len(timings)
     per = {
         "startup (amortised)": startup / n,

@@ -388,9 +388,11 @@ class Evaluator:
         the model loads, the broken task is named with its dataset, split and folder, and the checkpoint's other
         tasks are evaluated. The datasets are memoised, so the Pipeline does not load them again.
         """
+        started = time.perf_counter()
         for task in tasks:
             if task not in self._task_problems:
                 self._task_problems[task] = self._data_problem(task)
+        self.startup_seconds += time.perf_counter() - started  # once per worker: loading the tasks' datasets
         return {task: problem for task in tasks if (problem := self._task_problems[task])}
 
     def _data_problem(self, task: str) -> str:
