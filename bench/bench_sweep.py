@@ -3,13 +3,13 @@
 Each engine sweeps every checkpoint of one demo run in a fresh worker process of its own (one worker, one torch
 thread, as a Slurm array task would), into a temporary directory; each checkpoint's wall time is split with the
 sweep's own instrumentation (`finetasks_afr.sweep.evaluate.Timing`: model load timed around the loader, forward
-passes by hooks on the torch module, start-up = lighteval import + task-suite construction + each task's dataset
-loaded and checked, paid once per worker and amortised over its checkpoints). Both score tables are collected and
-must be identical (the run fails otherwise). Writes `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's
-seconds per checkpoint / ours) and `non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's
-peak memory, each engine's phases per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the
-checkpoint's wall time) and its fixed cost beside forward passes per checkpoint, per task and per 1,000 documents
-(what a faster device leaves).
+passes by hooks on the torch module, start-up = the sweep's wall time outside its checkpoints: lighteval's import,
+the task suite's construction, each task's dataset loaded and checked, paid once per sweep worker and amortised over
+its checkpoints). Both score tables are collected and must be identical (the run fails otherwise). Writes
+`out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours) and
+`non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's peak memory, each engine's phases
+per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the checkpoint's wall time) and its fixed cost
+beside forward passes per checkpoint, per task and per 1,000 documents (what a faster device leaves).
 
     python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--limit-tasks N] [--limit-checkpoints N]
 
@@ -75,7 +75,9 @@ def worker(
     if len(timings) != len(checkpoints):
         failed = [f"{o.checkpoint.label}: {o.reason}" for o in result.outcomes if o.status != "evaluated"]
         raise SystemExit(f"{engine}: {len(checkpoints) - len(timings)} checkpoint(s) failed: {failed}")
-    startup = imports_done - imports_started + result.startup_seconds[0]
+    # everything the sweep spent outside its checkpoints: the task check that imports lighteval and the task module
+    # (run_sweep, before any worker), the worker's start-up, the summary; plus this process's imports
+    startup = imports_done - imports_started + wall - sum(t.total for t in timings)
     n = len(timings)
     per = {
         "startup (amortised)": startup / n,
