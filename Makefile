@@ -139,7 +139,7 @@ test-lm-eval: install
 TF_OLDEST_VENV ?= .venv-tf-oldest
 test-transformers-oldest:
 	TF_OLDEST_VENV=$(TF_OLDEST_VENV) bash scripts/tf_oldest_env.sh
-	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformers_compat.py
+	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformers_compat.py tests/test_scoring_strategies.py
 
 ## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 6.3M-parameter Llama: our engine
 ## and lighteval's path (identical metrics asserted) against bare forward passes -> out/bench/suite.json
