@@ -133,13 +133,17 @@ test-lm-eval: install
 	LMEVAL_VENV=$(LMEVAL_VENV) bash scripts/lmeval_env.sh
 	VENV=$(VENV) $(LMEVAL_VENV)/bin/python scripts/check_lm_eval.py --cli $(abspath $(CLI)) --make $(MAKE) --out out/lm-eval-check
 
-## The scoring core on the oldest transformers pyproject.toml allows (4.54.0: a 2-D logits_to_keep is not sliced per
-## row there, so the core's probe must pick its gathering hook), in its own .venv-tf-oldest with only the core's stack
-## (scripts/tf_oldest_env.sh): tests/test_transformers_compat.py, every path against full logits (about 1-2 minutes).
+## The engine's tests on the oldest transformers pyproject.toml allows (4.54.0: a 2-D logits_to_keep is not sliced per
+## row there, so the core's probe must pick its gathering hook; `from_pretrained` knows no `dtype`), in its own
+## .venv-tf-oldest with lighteval 0.13 (scripts/tf_oldest_env.sh); about 2 minutes on 2 cores after the install.
 TF_OLDEST_VENV ?= .venv-tf-oldest
+TF_OLDEST_TESTS = tests/test_transformers_compat.py tests/test_scoring.py tests/test_scoring_plan.py \
+	tests/test_scoring_strategies.py tests/test_engine.py tests/test_partial_scoring.py tests/test_compat_metrics.py \
+	tests/test_perplexity_tasks.py tests/test_sweep.py tests/test_sweep_phases.py tests/test_longppl.py \
+	tests/test_longppl_e2e.py tests/test_recommend.py tests/test_translation.py
 test-transformers-oldest:
 	TF_OLDEST_VENV=$(TF_OLDEST_VENV) bash scripts/tf_oldest_env.sh
-	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/test_transformers_compat.py tests/test_scoring_strategies.py
+	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(TF_OLDEST_TESTS)
 
 ## Every log-likelihood task with local data (4 docs each, 0-shot) on one random 6.3M-parameter Llama: our engine
 ## and lighteval's path (identical metrics asserted) against bare forward passes -> out/bench/suite.json

@@ -222,7 +222,7 @@ def demo_flips(demo: Path, batch_size: int) -> dict[str, Any]:
     docs = [doc for doc in calls[0] if len(doc[1]) > 1]  # the conditioned requests: the choices metrics compare
     out: dict[str, Any] = {"documents": len(docs), "checkpoints": {}}
     for checkpoint in checkpoints:
-        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, **scoring.weights_dtype(torch.float32)).eval()
         exact = core(model, docs, batch_size)
         low = core(model.to(torch.bfloat16), docs, batch_size)
         flips = sum(a != b for a, b in zip(choices(low), choices(exact), strict=True))

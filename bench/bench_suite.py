@@ -277,8 +277,10 @@ def _bare(spec: dict) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
+    from finetasks_afr.scoring import weights_dtype
+
     torch.set_num_threads(spec["threads"])
-    model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(spec["model"], **weights_dtype(torch.float32)).eval()
     needed = json.loads(Path(spec["needed"]).read_text(encoding="utf-8"))
     size = spec["batch_size"]
     layouts = {"all kinds together": [needed], "each kind on its own": [[s for s in needed if s[0] == kind]

@@ -38,6 +38,7 @@ import numpy as np
 from analysis.encoding import TextEncodingError, read_user_text
 from analysis.io import atomic_write_text
 from analysis.write_errors import writing
+from finetasks_afr import scoring
 from finetasks_afr.local_dataset import removed_if_failed, write_dataset_folder
 
 SCHEMA = "finetasks-afr/longppl"
@@ -189,12 +190,11 @@ class CausalLMTeacher:
         self.device = device
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        loaded = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)
+        loaded = AutoModelForCausalLM.from_pretrained(model, **scoring.weights_dtype(torch.float32))
         self.model = loaded.to(device).eval()  # type: ignore[arg-type]  # transformers types .to as unbound
         self.max_length = max_length or _model_max_length(self.model.config, self.tokenizer, model)
 
     def paragraph_perplexities(self, paragraphs: Sequence[str]) -> list[float | None]:
-        from finetasks_afr import scoring
 
         pieces = paragraph_token_ids(self.tokenizer, paragraphs)
         tokens = [token for piece in pieces for token in piece]
@@ -253,7 +253,7 @@ class MeanPoolEmbedder:
         self.device = device
         self.batch_size = batch_size
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        self.model = AutoModel.from_pretrained(model, dtype=torch.float32).to(device).eval()
+        self.model = AutoModel.from_pretrained(model, **scoring.weights_dtype(torch.float32)).to(device).eval()
         self.max_length = max_length
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

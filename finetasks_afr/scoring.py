@@ -354,6 +354,18 @@ def score_texts(
     return [(scored, len(tokens)) for scored, tokens in zip(scores, encoded, strict=True)]
 
 
+def weights_dtype(dtype: Any) -> dict[str, Any]:
+    """`from_pretrained`'s keyword for the weights' dtype in the installed transformers: `dtype` from 4.56 (which
+    deprecated `torch_dtype`, transformers PR #39782), `torch_dtype` before it (4.54 and 4.55 pass an unknown
+    `dtype` on to the model's constructor, which refuses it). pyproject.toml allows 4.54, so every loader of the
+    project passes `**weights_dtype(...)`; `make test-transformers-oldest` runs the loaders on 4.54."""
+    import transformers
+    from packaging.version import Version
+
+    keyword = "dtype" if Version(transformers.__version__) >= Version("4.56") else "torch_dtype"
+    return {keyword: dtype}
+
+
 def pad_token_id(tokenizer: Any) -> int:
     """Any id works (pads sit right of every real token and are masked); the tokenizer's pad, else eos, else 0."""
     for name in ("pad_token_id", "eos_token_id"):

@@ -35,6 +35,7 @@ from local_dataset import write_local_dataset  # noqa: E402
 from bench.probe_tasks import probe_task_module  # noqa: E402
 from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
+from finetasks_afr.scoring import weights_dtype  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 if TYPE_CHECKING:
@@ -211,7 +212,7 @@ class Reference:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, **weights_dtype(torch.float32)).eval()
 
     def encode(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
         # The convention of lighteval's scoring: trailing spaces of the context belong to the continuation,

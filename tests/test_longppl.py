@@ -36,6 +36,7 @@ from finetasks_afr.longppl import (  # noqa: E402
     select_key,
     split_paragraphs,
 )
+from finetasks_afr.scoring import weights_dtype  # noqa: E402
 
 if TYPE_CHECKING:
     from analysis.table import TaskInfo
@@ -166,7 +167,7 @@ def _hand_perplexities(model_dir: Path, paragraphs: list[str], max_length: int) 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **weights_dtype(torch.float32)).eval()
     first = tokenizer(paragraphs[0])["input_ids"]  # <s> + paragraph 0 (this tokenizer adds no </s>)
     assert first[0] == tokenizer.bos_token_id and first[-1] != tokenizer.eos_token_id
     pieces = [first] + [tokenizer("\n\n" + p, add_special_tokens=False)["input_ids"] for p in paragraphs[1:]]

@@ -19,6 +19,7 @@ import torch  # noqa: E402
 
 from finetasks_afr import compat, longppl  # noqa: E402
 from finetasks_afr.longppl import ParallelDocument  # noqa: E402
+from finetasks_afr.scoring import weights_dtype  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +77,7 @@ def reference(model_dir: Path, payload: dict, max_length: int) -> tuple[float, i
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **weights_dtype(torch.float32)).eval()
     total, count, cut = 0.0, 0, 0
     for row in longppl.task_rows(payload):
         context = tokenizer(row["context"], add_special_tokens=True)["input_ids"]  # <s> + the preceding document

@@ -31,6 +31,7 @@ from local_dataset import write_local_dataset  # noqa: E402
 from bench.probe_tasks import tasks_module  # noqa: E402
 from finetasks_afr import compat, partial_scoring  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
+from finetasks_afr.scoring import weights_dtype  # noqa: E402
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ class Reference:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, **weights_dtype(torch.float32)).eval()
 
     def logprob(self, context: str, continuation: str) -> tuple[float, int]:
         # lighteval's convention: the context gets <s>, the continuation no special token.

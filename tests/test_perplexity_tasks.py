@@ -37,7 +37,13 @@ from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.benchmarks import perplexity  # noqa: E402
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, clean  # noqa: E402
 from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in  # noqa: E402
-from finetasks_afr.scoring import prefix_token_id, rolling_windows, text_rows, window_stride  # noqa: E402
+from finetasks_afr.scoring import (  # noqa: E402
+    prefix_token_id,
+    rolling_windows,
+    text_rows,
+    weights_dtype,
+    window_stride,
+)
 from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
 
 if TYPE_CHECKING:
@@ -373,7 +379,7 @@ class Reference:
 
         self.torch = torch
         self.tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        self.model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+        self.model = AutoModelForCausalLM.from_pretrained(model_dir, **weights_dtype(torch.float32)).eval()
 
     def ids(self, text: str) -> list[int]:
         return [self.tokenizer.bos_token_id, *self.tokenizer(text, add_special_tokens=False)["input_ids"]]

@@ -37,7 +37,7 @@ CORPUS = [
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[LlamaForCausalLM, Any]:
     path = make_tiny_causal_lm(tmp_path_factory.mktemp("tiny-llama"), CORPUS, vocab_size=160, layers=1, seed=3)
-    model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, **scoring.weights_dtype(torch.float32)).eval()
     return model, PreTrainedTokenizerFast.from_pretrained(path)
 
 
@@ -165,3 +165,16 @@ def test_hook_refuses_an_unexpected_shape(tiny, forced):
     hook = scoring._gather_hook(torch.zeros((2, 1), dtype=torch.long), (2, 5))
     with pytest.raises(scoring.ScoringError, match="gathering hook"):
         hook(model.lm_head, (torch.zeros(2, 1, model.config.hidden_size),))
+
+
+def test_weights_dtype_loads_bfloat16_weights_as_requested(tmp_path: Any) -> None:
+    """`scoring.weights_dtype` names the keyword the installed transformers takes: weights saved in bfloat16 load
+    as float32 and as bfloat16 on request. On 4.54 a bare `dtype=` is refused (the LongPPL teacher's crash)."""
+    path = make_tiny_causal_lm(tmp_path / "tiny", CORPUS, vocab_size=160, layers=1, seed=5)
+    AutoModelForCausalLM.from_pretrained(path).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    for dtype in (torch.float32, torch.bfloat16):
+        model = AutoModelForCausalLM.from_pretrained(tmp_path / "bf16", **scoring.weights_dtype(dtype))
+        assert {parameter.dtype for parameter in model.parameters()} == {dtype}
+    if scoring.weights_dtype(torch.float32) == {"torch_dtype": torch.float32}:
+        with pytest.raises(TypeError, match="dtype"):
+            AutoModelForCausalLM.from_pretrained(tmp_path / "bf16", dtype=torch.float32)

@@ -34,6 +34,7 @@ import finetasks_afr.tasks  # noqa: E402,F401  (lighteval fixes applied, literal
 from finetasks_afr import translation  # noqa: E402
 from finetasks_afr.benchmarks import flores_mt, mafand, ntrex, salt  # noqa: E402
 from finetasks_afr.benchmarks.common import TASK_INFO, clean  # noqa: E402
+from finetasks_afr.scoring import weights_dtype  # noqa: E402
 
 TOL = 1e-5
 FLORES_LANGS = [
@@ -509,7 +510,7 @@ def recomputed_bits_per_byte(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **weights_dtype(torch.float32)).eval()
     total_logprob, total_bytes = 0.0, 0
     for detail in details:
         doc, response = detail.doc, detail.model_response
