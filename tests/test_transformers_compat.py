@@ -171,7 +171,8 @@ def test_weights_dtype_loads_bfloat16_weights_as_requested(tmp_path: Any) -> Non
     """`scoring.weights_dtype` names the keyword the installed transformers takes: weights saved in bfloat16 load
     as float32 and as bfloat16 on request. On 4.54 a bare `dtype=` is refused (the LongPPL teacher's crash)."""
     path = make_tiny_causal_lm(tmp_path / "tiny", CORPUS, vocab_size=160, layers=1, seed=5)
-    AutoModelForCausalLM.from_pretrained(path).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    bf16 = AutoModelForCausalLM.from_pretrained(path).to(torch.bfloat16)  # type: ignore[arg-type]  # .to typed as unbound
+    bf16.save_pretrained(tmp_path / "bf16")
     for dtype in (torch.float32, torch.bfloat16):
         model = AutoModelForCausalLM.from_pretrained(tmp_path / "bf16", **scoring.weights_dtype(dtype))
         assert {parameter.dtype for parameter in model.parameters()} == {dtype}
