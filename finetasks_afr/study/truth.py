@@ -1,0 +1,267 @@
+"""What the study's design says the analysis must find, and the check of an analysis against it.
+
+The mixes move two language groups' shares in opposite directions and leave Somali's alone, so a task that carries
+signal must rank the mixes by its language's share (DESIGNED_ORDER), and a Somali task can rank them only by noise.
+`study_truth` lays that designed order next to what the aggregated language scores and every task's final scores
+show, and counts how many of the kept and of the dropped tasks order the mixes as designed: whether the FineTasks
+selection keeps the tasks that recover the design is the study's question, and a negative answer is reported as
+plainly as a positive one. `summarise_truth` turns the check into the report's markdown, numbers from the check only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import polars as pl
+from scipy.stats import kendalltau
+
+from analysis.aggregate import task_scores
+from analysis.metrics import metric_info
+from finetasks_afr.demo.truth import TRUTH_SCHEMA
+from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES
+
+NO_DESIGN = "no designed order"
+NOISE = "no designed order (noise)"
+TIE = "tie"
+CHECK_TITLES: dict[str, str] = {
+    "language_ranking": "Language ranking: the aggregated language score's order of the mixes",
+    "task_order": "Task order: each task's order of the mixes at the final checkpoint (mean over seeds)",
+    "summary": "Summary: how many kept and dropped tasks order the mixes as designed",
+}
+_LISTED = 8  # task names listed in a summary row's detail before "..."
+
+
+@dataclass(frozen=True)
+class Ordering:
+    """Runs' scores ordered best first, and how that order compares with a designed one."""
+
+    scores: dict[str, float]  # run -> score, best first (lower first for a lower-is-better metric)
+    higher_is_better: bool
+    tie: bool
+    missing: tuple[str, ...]  # designed runs without a score
+    tau: float | None  # Kendall tau-b between the observed and the designed order (None: not computable)
+
+    def observed(self) -> str:
+        """The order as text, `=` between tied runs, prefixed with `tie:` when any two are tied."""
+        if not self.scores:
+            return "no scores"
+        runs = list(self.scores)
+        text = f"{runs[0]} {self.scores[runs[0]]:.4f}"
+        better = ">" if self.higher_is_better else "<"  # best first either way: `<` where lower is better
+        for before, run in pairwise(runs):
+            text += f" {'=' if self.scores[run] == self.scores[before] else better} {run} {self.scores[run]:.4f}"
+        return f"{TIE}: {text}" if self.tie else text
+
+    def matches(self, designed: Sequence[str]) -> bool:
+        """Whether every designed run is scored, none tied, in the designed order."""
+        return not self.tie and not self.missing and [run for run in self.scores if run in designed] == list(designed)
+
+
+def ordering(
+    scores: Mapping[str, float],
+    designed: Sequence[str] | None,
+    runs: Sequence[str],
+    higher_is_better: bool = True,
+) -> Ordering:
+    """The order of `runs` by `scores` (runs outside `runs` ignored) and its Kendall tau against `designed`."""
+    present = {run: float(scores[run]) for run in runs if run in scores and scores[run] is not None}
+    sign = 1.0 if higher_is_better else -1.0
+    ordered = dict(sorted(present.items(), key=lambda item: (-sign * item[1], item[0])))
+    values = list(ordered.values())
+    tie = len(set(values)) < len(values)
+    missing = tuple(run for run in designed or () if run not in present)
+    tau = designed_tau(present, designed, higher_is_better) if designed else None
+    return Ordering(ordered, higher_is_better, tie, missing, tau)
+
+
+def designed_tau(scores: Mapping[str, float], designed: Sequence[str], higher_is_better: bool = True) -> float | None:
+    """Kendall tau-b (scipy) between the runs' scores and their designed positions, over the runs in both: 1 is the
+    designed order, -1 its reverse; None when fewer than two runs are scored or the scores are all equal."""
+    common = [run for run in designed if run in scores]
+    if len(common) < 2:
+        return None
+    position = [float(len(designed) - designed.index(run)) for run in common]  # best designed run: largest
+    sign = 1.0 if higher_is_better else -1.0
+    result = kendalltau(position, [sign * float(scores[run]) for run in common])
+    tau = float(result.statistic)
+    return None if math.isnan(tau) else tau
+
+
+def language_ranking_rows(
+    language_scores: pl.DataFrame,
+    languages: Sequence[str],
+    designed: Mapping[str, Sequence[str]],
+    runs: Sequence[str],
+) -> list[dict]:
+    """One row per language: the aggregated language score's order of the mixes against the designed order."""
+    rows = []
+    for language in languages:
+        order = designed.get(language)
+        frame = language_scores.filter(pl.col("language") == language)
+        scores = dict(zip(frame.get_column("run").to_list(), frame.get_column("score").to_list(), strict=True))
+        observed = ordering(scores, order, runs)
+        expected = " > ".join(order) if order else (NOISE if language == CONTROL else NO_DESIGN)
+        if not observed.scores:
+            ok = None if order is None else False
+            rows.append(_row("language_ranking", language, "language score", expected, "no language score", ok,
+                             "no kept task of this language entered the aggregation"))  # fmt: skip
+            continue
+        ok = None if order is None else observed.matches(order)
+        rows.append(_row("language_ranking", language, "language score", expected, observed.observed(), ok,
+                         _order_detail(observed)))  # fmt: skip
+    return rows
+
+
+def final_task_scores(table: pl.DataFrame, chosen: pl.DataFrame) -> dict[str, dict[str, float]]:
+    """task -> run -> the mean over seeds at the run's final step, on the task's chosen (fewshot, metric); the same
+    scores the aggregation ranks (`analysis.aggregate.task_scores`)."""
+    if chosen.is_empty():
+        return {}
+    scored = task_scores(table, chosen.select("task", "fewshot", "metric")).scores
+    out: dict[str, dict[str, float]] = {}
+    for task, run, score in scored.select("task", "run", "score").iter_rows():
+        out.setdefault(task, {})[run] = score
+    return out
+
+
+def task_order_rows(
+    table: pl.DataFrame,
+    decisions: pl.DataFrame,
+    designed: Mapping[str, Sequence[str]],
+    runs: Sequence[str],
+) -> tuple[list[dict], dict[str, Ordering]]:
+    """One row per task of `decisions` (on its chosen metric): its final scores' order of the mixes against its
+    language's designed order; and each task's Ordering, for the summary."""
+    chosen = decisions.filter(pl.col("chosen")).sort(_language_position(), "task")
+    scores = final_task_scores(table, chosen)
+    rows, orderings = [], {}
+    for row in chosen.iter_rows(named=True):
+        task, language, metric = row["task"], row["language"], row["metric"]
+        order = designed.get(language)
+        info = metric_info(metric)
+        higher = info is None or info.higher_is_better
+        observed = ordering(scores.get(task, {}), order, runs, higher)
+        orderings[task] = observed
+        expected = " > ".join(order) if order else (NOISE if language == CONTROL else NO_DESIGN)
+        ok = None if order is None else observed.matches(order)
+        direction = "" if info is not None and higher else (" (lower is better)" if info else " (direction unknown)")
+        detail = f"{metric}{direction}, {row['fewshot']}-shot; {_order_detail(observed)}; {row['reason']}"
+        rows.append(_row("task_order", task, language, expected, observed.observed(), ok, detail))
+    return rows, orderings
+
+
+def summary_rows(
+    decisions: pl.DataFrame,
+    orderings: Mapping[str, Ordering],
+    languages: Sequence[str],
+    designed: Mapping[str, Sequence[str]],
+) -> list[dict]:
+    """Per language: of the kept tasks, how many order the mixes as designed, and of the dropped ones; for a
+    language without a designed order, how many of its tasks were kept although their order can only be noise."""
+    chosen = decisions.filter(pl.col("chosen"))
+    rows: list[dict] = []
+    pooled: dict[bool, list[tuple[str, bool, float | None]]] = {True: [], False: []}
+    for language in languages:
+        tasks = chosen.filter(pl.col("language") == language).sort("task")
+        kept = [task for task, k in tasks.select("task", "kept").iter_rows() if k]
+        dropped = [task for task, k in tasks.select("task", "kept").iter_rows() if not k]
+        order = designed.get(language)
+        if order is None:
+            observed = f"{len(kept)} of {len(kept) + len(dropped)} kept"
+            detail = f"kept: {_listing(kept)}" if kept else "none kept"
+            rows.append(_row("summary", language, "kept tasks", "its tasks order the mixes only by noise", observed,
+                             None, detail))  # fmt: skip
+            continue
+        for is_kept, group in ((True, kept), (False, dropped)):
+            verdicts = [(task, orderings[task].matches(order), orderings[task].tau) for task in group]
+            pooled[is_kept] += verdicts
+            rows.append(_summary_row(language, is_kept, verdicts))
+    if any(language in designed for language in languages):
+        rows += [_summary_row("all designed languages", is_kept, pooled[is_kept]) for is_kept in (True, False)]
+    return rows
+
+
+def _summary_row(subject: str, kept: bool, verdicts: list[tuple[str, bool, float | None]]) -> dict:
+    """A summary row: how many of a group (kept or dropped tasks) order the mixes as designed, their mean tau and
+    the tasks that do not. Only the kept group has a designed answer (all as designed); a dropped task may go
+    either way."""
+    designed = sum(ok for _, ok, _ in verdicts)
+    taus = [tau for _, _, tau in verdicts if tau is not None]
+    mean_tau = f"mean Kendall tau {sum(taus) / len(taus):.2f}" if taus else "no Kendall tau"
+    others = [task for task, ok, _ in verdicts if not ok]
+    detail = f"{mean_tau}; not as designed: {_listing(others)}" if others else mean_tau
+    ok = (designed == len(verdicts) if verdicts else None) if kept else None
+    expected = "all order the mixes as designed" if kept else "no designed answer (dropped)"
+    observed = f"{designed} of {len(verdicts)} as designed"
+    return _row("summary", subject, "kept tasks" if kept else "dropped tasks", expected, observed, ok, detail)
+
+
+def study_truth(
+    table: pl.DataFrame,
+    decisions: pl.DataFrame,
+    language_scores: pl.DataFrame,
+    designed: Mapping[str, Sequence[str]] = DESIGNED_ORDER,
+    runs: Sequence[str] = tuple(MIXES),
+) -> pl.DataFrame:
+    """Every designed expectation of the study next to what the analysis found, one row per check (TRUTH_SCHEMA):
+    `language_ranking` per language, `task_order` per task of `decisions`, `summary` per language; `ok` is null
+    where the design has no answer (the control, dropped tasks)."""
+    present = set(decisions.get_column("language").to_list()) | set(language_scores.get_column("language").to_list())
+    languages = [*LANGUAGES, *sorted(present - set(LANGUAGES))]
+    task_rows, orderings = task_order_rows(table, decisions, designed, runs)
+    rows = language_ranking_rows(language_scores, languages, designed, runs)
+    rows += task_rows + summary_rows(decisions, orderings, languages, designed)
+    return pl.DataFrame(rows, schema=TRUTH_SCHEMA)
+
+
+def summarise_truth(check: pl.DataFrame) -> str:
+    """The check as markdown for the README and the report: one table per check kind, with the count of rows as
+    designed among those that have a designed answer."""
+    parts: list[str] = []
+    for name in [*CHECK_TITLES, *sorted(set(check.get_column("check").to_list()) - set(CHECK_TITLES))]:
+        group = check.filter(pl.col("check") == name)
+        if group.is_empty():
+            continue
+        judged = group.filter(pl.col("ok").is_not_null())
+        agree = judged.filter(pl.col("ok")).height
+        parts.append(f"### {CHECK_TITLES.get(name, name)}\n")
+        parts.append(f"{agree} of {judged.height} with a designed answer as designed.\n")
+        header = ["subject", "kind", "expected", "observed", "as designed", "detail"]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for row in group.iter_rows(named=True):
+            cells = [row["subject"], row["kind"], row["expected"], row["observed"], _yes_no(row["ok"]), row["detail"]]
+            lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
+
+
+def _language_position() -> pl.Expr:
+    """Sort key: the study's languages in design order, any other language after them."""
+    return pl.col("language").replace_strict(list(LANGUAGES), list(range(len(LANGUAGES))), default=len(LANGUAGES),
+                                             return_dtype=pl.Int64)  # fmt: skip
+
+
+def _yes_no(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("yes" if ok else "no")
+
+
+def _order_detail(observed: Ordering) -> str:
+    """Kendall tau and the runs the designed order names but the scores lack."""
+    text = "Kendall tau n/a" if observed.tau is None else f"Kendall tau {observed.tau:.2f}"
+    return text + (f"; missing: {', '.join(observed.missing)}" if observed.missing else "")
+
+
+def _listing(items: Sequence[str]) -> str:
+    shown = ", ".join(items[:_LISTED])
+    return shown + (f", ... ({len(items)} in all)" if len(items) > _LISTED else "") if items else "none"
+
+
+def _row(check: str, subject: str, kind: str, expected: str, observed: str, ok: bool | None, detail: str) -> dict:
+    return {"check": check, "subject": subject, "kind": kind, "expected": expected, "observed": observed, "ok": ok,
+            "detail": detail}  # fmt: skip
+
+
+__all__ = ["CHECK_TITLES", "Ordering", "designed_tau", "ordering", "study_truth", "summarise_truth"]
