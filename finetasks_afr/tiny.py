@@ -8,6 +8,9 @@ few plain next-token steps on the corpus (so that two models differ in more than
 with lighteval's `TransformersModelConfig(model_name=<dir>, device="cpu", max_length=...)`.
 
 Nothing touches the network, and the same arguments give the same tokenizer and the same weights.
+
+`train_blocks` is the one `transformers.Trainer` loop (seeded `tiny_llama`, checkpoints at chosen steps) that the
+demo's and the study's runs share, so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -15,22 +18,30 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # heavy imports, only for the annotations; the functions import them when called
     import torch
     from tokenizers import Tokenizer
-    from transformers import PreTrainedModel
+    from tokenizers.normalizers import Normalizer
+    from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
 
 
-def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[str]) -> Tokenizer:
-    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus` (no post-processor yet)."""
+def _trained_bpe(
+    corpus: Sequence[str], vocab_size: int, special_tokens: list[str], normalizer: Normalizer | None = None
+) -> Tokenizer:
+    """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus` (no post-processor yet).
+
+    A `normalizer` (e.g. NFC + Lowercase) is applied before training and before every encoding.
+    """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
@@ -43,16 +54,159 @@ def _trained_bpe(corpus: Sequence[str], vocab_size: int, special_tokens: list[st
     return tokenizer
 
 
-def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int) -> Tokenizer:
+def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int, *, normalizer: Normalizer | None = None) -> Tokenizer:
     """A byte-level BPE `tokenizers.Tokenizer` trained on `corpus`; its post-processor prepends `<s>`."""
     from tokenizers import processors
 
-    tokenizer = _trained_bpe(corpus, vocab_size, SPECIAL_TOKENS)
+    tokenizer = _trained_bpe(corpus, vocab_size, SPECIAL_TOKENS, normalizer)
     bos_id = tokenizer.token_to_id(BOS)
     tokenizer.post_processor = processors.TemplateProcessing(
         single=f"{BOS} $A", pair=f"{BOS} $A $B", special_tokens=[(BOS, bos_id)]
     )
     return tokenizer
+
+
+class LlamaShape(Protocol):
+    """What `tiny_llama` needs of a model shape (the demo's and the study's `ModelShape` both fit)."""
+
+    @property
+    def hidden_size(self) -> int: ...
+    @property
+    def layers(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def intermediate_size(self) -> int: ...
+    @property
+    def max_position_embeddings(self) -> int: ...
+    @property
+    def initializer_range(self) -> float: ...
+
+
+def tiny_llama(tokenizer: PreTrainedTokenizerBase, shape: LlamaShape, seed: int) -> LlamaForCausalLM:
+    """A randomly initialised `LlamaForCausalLM` of `shape` over `tokenizer`'s vocabulary, seeded by `seed`."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=shape.hidden_size,
+        intermediate_size=shape.intermediate_size,
+        num_hidden_layers=shape.layers,
+        num_attention_heads=shape.heads,
+        num_key_value_heads=shape.heads,
+        max_position_embeddings=shape.max_position_embeddings,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        tie_word_embeddings=False,
+        initializer_range=shape.initializer_range,
+    )
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config)
+
+
+class _BlockDataset:
+    """Packed blocks as a map-style dataset of {input_ids, labels} tensors (what the default collator stacks)."""
+
+    def __init__(self, blocks: list[list[int]]) -> None:
+        import torch
+
+        self.data = torch.tensor(blocks, dtype=torch.long)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> dict:
+        ids = self.data[index]
+        return {"input_ids": ids, "labels": ids}
+
+
+def save_steps(steps: int, save_every: int, first_save: int | None) -> list[int]:
+    """The steps with a checkpoint: every `save_every`, the last step, and an early `first_save`."""
+    chosen = set(range(save_every, steps + 1, save_every)) | {steps}
+    if first_save:
+        chosen.add(min(first_save, steps))
+    return sorted(chosen)
+
+
+def train_blocks(
+    blocks: list[list[int]],
+    tokenizer: PreTrainedTokenizerBase,
+    shape: LlamaShape,
+    out_dir: Path,
+    *,
+    seed: int,
+    steps: int,
+    batch_size: int,
+    learning_rate: float,
+    warmup_steps: int,
+    save_at: Iterable[int],
+    logging_steps: int,
+    lr_scheduler: str = "constant_with_warmup",
+    min_lr_rate: float = 0.1,  # for lr_scheduler="cosine_with_min_lr"
+    threads: int = 1,
+    quiet: bool = False,
+) -> Path:
+    """Train a seeded `tiny_llama` on packed `blocks` with `transformers.Trainer` on the CPU; returns `out_dir`.
+
+    The one training loop of the demo and the study: standard `out_dir/checkpoint-<step>/` folders at exactly the
+    `save_at` steps, holding only the model (`save_only_model=True`), the tokenizer and `trainer_state.json`, whose
+    `num_input_tokens_seen` counts the tokens trained on so far. Deterministic given its arguments: the initial
+    weights and the batch order derive from `seed`.
+    """
+    import torch
+    from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
+
+    torch.set_num_threads(threads)
+    dataset = _BlockDataset(blocks)
+    set_seed(seed)
+    model = tiny_llama(tokenizer, shape, seed)
+    wanted = set(save_at)
+
+    class SaveAt(TrainerCallback):
+        """Checkpoints exactly at the chosen steps (uneven spacing allowed)."""
+
+        def on_step_end(self, args, state, control, **kwargs):
+            control.should_save = state.global_step in wanted
+            return control
+
+    args = TrainingArguments(
+        output_dir=str(out_dir),
+        max_steps=steps,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        warmup_steps=warmup_steps,
+        lr_scheduler_type=lr_scheduler,
+        lr_scheduler_kwargs={"min_lr_rate": min_lr_rate} if lr_scheduler == "cosine_with_min_lr" else {},
+        weight_decay=0.01,
+        save_strategy="no",  # the callback decides
+        save_only_model=True,
+        logging_strategy="steps",
+        logging_steps=logging_steps,
+        report_to=[],
+        include_num_input_tokens_seen="all",
+        seed=seed,
+        data_seed=seed,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        callbacks=[SaveAt()],
+    )
+    if quiet:  # the loss stays in trainer_state.json's log_history; only the console printing goes
+        from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+        trainer.remove_callback(ProgressCallback)
+        trainer.remove_callback(PrinterCallback)
+    with torch.enable_grad():  # importing lighteval's transformers backend switches gradients off process-wide
+        trainer.train()
+    return Path(out_dir)
 
 
 def _training_batches(

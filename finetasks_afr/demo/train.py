@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 from finetasks_afr.demo.world import World, corpus_for_mix, read_documents
 
 if TYPE_CHECKING:
-    from transformers import LlamaForCausalLM, PreTrainedTokenizerBase
-from finetasks_afr.tiny import BOS, EOS, PAD, train_byte_level_bpe
+    from transformers import PreTrainedTokenizerBase
+from finetasks_afr.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
 
 TOKENIZER_DIR = "tokenizer"
 VOCAB_SIZE = 1536
@@ -102,52 +102,6 @@ def docs_needed(tokens: int, tokens_per_doc: float = 27.0) -> int:
     return int(tokens / tokens_per_doc * 1.1) + 100
 
 
-class _BlockDataset:
-    """Packed blocks as a map-style dataset of {input_ids, labels} tensors (what the default collator stacks)."""
-
-    def __init__(self, blocks: list[list[int]]) -> None:
-        import torch
-
-        self.data = torch.tensor(blocks, dtype=torch.long)
-
-    def __len__(self) -> int:
-        return len(self.data)
-
-    def __getitem__(self, index: int) -> dict:
-        ids = self.data[index]
-        return {"input_ids": ids, "labels": ids}
-
-
-def _model(tokenizer: PreTrainedTokenizerBase, shape: ModelShape, seed: int) -> LlamaForCausalLM:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=shape.hidden_size,
-        intermediate_size=shape.intermediate_size,
-        num_hidden_layers=shape.layers,
-        num_attention_heads=shape.heads,
-        num_key_value_heads=shape.heads,
-        max_position_embeddings=shape.max_position_embeddings,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-        initializer_range=shape.initializer_range,
-    )
-    torch.manual_seed(seed)
-    return LlamaForCausalLM(config)
-
-
-def save_steps(steps: int, save_every: int, first_save: int | None) -> list[int]:
-    """The steps with a checkpoint: every `save_every`, the last step, and an early `first_save`."""
-    chosen = set(range(save_every, steps + 1, save_every)) | {steps}
-    if first_save:
-        chosen.add(min(first_save, steps))
-    return sorted(chosen)
-
-
 def train_run(
     world: World,
     mix: str,
@@ -173,62 +127,26 @@ def train_run(
     batches all derive from `seed`. Checkpoints hold only the model (`save_only_model=True`), the tokenizer and
     `trainer_state.json`, whose `num_input_tokens_seen` counts the tokens trained on so far.
     """
-    import torch
-    from transformers import Trainer, TrainerCallback, TrainingArguments, set_seed
-
     if mix not in world.mixes:
         raise KeyError(f"unknown mix {mix!r}; the world has {sorted(world.mixes)}")
-    torch.set_num_threads(threads)
     shape = ModelShape(**shape) if isinstance(shape, dict) else shape
-    out_dir = Path(out_dir)
     tokenizer = load_tokenizer(world)
     n_blocks = steps * batch_size
     docs = corpus_for_mix(world, mix, docs_needed(n_blocks * seq_len), seed)
-    dataset = _BlockDataset(pack_blocks(tokenizer, docs, seq_len, n_blocks))
-    set_seed(seed)
-    model = _model(tokenizer, shape, seed)
-    wanted = set(save_steps(steps, save_every, first_save))
-
-    class SaveAt(TrainerCallback):
-        """Checkpoints exactly at the chosen steps (uneven spacing: the early one)."""
-
-        def on_step_end(self, args, state, control, **kwargs):
-            control.should_save = state.global_step in wanted
-            return control
-
-    args = TrainingArguments(
-        output_dir=str(out_dir),
-        max_steps=steps,
-        per_device_train_batch_size=batch_size,
+    return train_blocks(
+        pack_blocks(tokenizer, docs, seq_len, n_blocks),
+        tokenizer,
+        shape,
+        Path(out_dir),
+        seed=seed,
+        steps=steps,
+        batch_size=batch_size,
         learning_rate=learning_rate,
         warmup_steps=warmup_steps,
-        lr_scheduler_type=lr_scheduler,
-        lr_scheduler_kwargs={"min_lr_rate": min_lr_rate} if lr_scheduler == "cosine_with_min_lr" else {},
-        weight_decay=0.01,
-        save_strategy="no",  # the callback decides
-        save_only_model=True,
-        logging_strategy="steps",
+        save_at=save_steps(steps, save_every, first_save),
         logging_steps=max(1, save_every),
-        report_to=[],
-        include_num_input_tokens_seen="all",
-        seed=seed,
-        data_seed=seed,
-        use_cpu=True,
-        dataloader_num_workers=0,
-        disable_tqdm=True,
+        lr_scheduler=lr_scheduler,
+        min_lr_rate=min_lr_rate,
+        threads=threads,
+        quiet=quiet,
     )
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=dataset,
-        processing_class=tokenizer,
-        callbacks=[SaveAt()],
-    )
-    if quiet:  # the loss stays in trainer_state.json's log_history; only the console printing goes
-        from transformers.trainer_callback import PrinterCallback, ProgressCallback
-
-        trainer.remove_callback(ProgressCallback)
-        trainer.remove_callback(PrinterCallback)
-    with torch.enable_grad():  # importing lighteval's transformers backend switches gradients off process-wide
-        trainer.train()
-    return out_dir
