@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,16 @@ simulate: install
 DEMO_OUT ?= out/demo
 demo: install
 	$(CLI) demo --out $(DEMO_OUT) --bundle
+
+## The micro-scale study on real African text (finetasks_afr/study): corpus -> tokenizer -> 9 training runs -> a sweep of
+## the real suite over every checkpoint -> select -> truth check, resumable, about 1.5-2 hours on 2 cores -> out/study/.
+## `make study-publish` then copies the results the docs show into docs/study/ (kept in git).
+STUDY_OUT ?= out/study
+study: install
+	$(CLI) study --shared-data $(RAW) --out $(STUDY_OUT)
+
+study-publish: install
+	$(CLI) study --shared-data $(RAW) --out $(STUDY_OUT) --publish docs/study
 
 bench: install
 	$(PY) bench/bench_analysis.py

@@ -108,19 +108,12 @@ FUZZY_TOLERANCE = 1e-6  # a fuzzy score's relative tolerance; its stderr's, in a
 
 
 def suite_tasks(mirror: Path) -> list[str]:
-    """Names of the log-likelihood tasks whose config the mirror holds."""
-    import datasets
-
+    """Names of the log-likelihood tasks whose config the mirror holds (the task configs read the mirror named by
+    FINETASKS_AFR_DATA_DIR, so it is set before the suite is imported)."""
     os.environ["FINETASKS_AFR_DATA_DIR"] = str(mirror)
     from finetasks_afr import tasks
 
-    available = {key.name: set(datasets.get_dataset_config_names(str(key))) for key in mirror.iterdir() if key.is_dir()}
-    return [
-        config.name
-        for config in tasks.TASKS_TABLE
-        if tasks.TASK_INFO[config.name].formulation != "GEN"
-        and config.hf_subset in available.get(tasks.TASK_INFO[config.name].dataset, set())
-    ]
+    return tasks.tasks_with_local_data(mirror)
 
 
 def select_tasks(names: list[str], patterns: str | None) -> list[str]:

@@ -11,6 +11,9 @@ English prompt words. Data come from the hub (pinned revisions) or from the mirr
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from pathlib import Path
+
 from finetasks_afr import compat, fewshot, partial_scoring
 from finetasks_afr.benchmarks import all_tasks
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, TaskInfo
@@ -22,4 +25,24 @@ partial_scoring.apply()
 register_literals()
 TASKS_TABLE = all_tasks()
 
-__all__ = ["SKIPPED_ROWS", "TASKS_TABLE", "TASK_INFO", "TaskInfo"]
+
+def tasks_with_local_data(
+    mirror: Path, languages: Collection[str] | None = None, *, generative: bool = False
+) -> list[str]:
+    """The names of the suite's tasks whose dataset config the local mirror holds, in suite order: only the
+    log-likelihood ones unless `generative`, only those of `languages` when given. What a whole-suite run on local
+    data evaluates (`bench/bench_suite.py`, the micro-scale study)."""
+    import datasets
+
+    folders = [key for key in Path(mirror).iterdir() if key.is_dir()]
+    available = {key.name: set(datasets.get_dataset_config_names(str(key))) for key in folders}
+    return [
+        config.name
+        for config in TASKS_TABLE
+        if (generative or TASK_INFO[config.name].formulation != "GEN")
+        and (languages is None or TASK_INFO[config.name].language in languages)
+        and config.hf_subset in available.get(TASK_INFO[config.name].dataset, set())
+    ]
+
+
+__all__ = ["SKIPPED_ROWS", "TASKS_TABLE", "TASK_INFO", "TaskInfo", "tasks_with_local_data"]

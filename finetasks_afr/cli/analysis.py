@@ -188,8 +188,37 @@ def demo_command(
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, aggregate/ranking.csv, truth_check.csv")
 
 
+def study_command(
+    shared_data: Annotated[
+        Path, typer.Option("--shared-data", help="The shared data root (corpus/ and the raw releases).")
+    ] = Path("../shared/data"),
+    out: Annotated[Path, typer.Option("--out", help="Study output directory (resumable).")] = Path("out/study"),
+    workers: Annotated[int, typer.Option(help="Processes for training and evaluation.")] = 2,
+    publish_to: Annotated[
+        Path | None, typer.Option("--publish", help="Then copy the results the docs show into this folder.")
+    ] = None,
+    ci_slice: Annotated[
+        bool, typer.Option("--slice", help="The CI slice: one mix, one seed, two checkpoints, three tasks.")
+    ] = False,
+) -> None:
+    """The micro-scale study: tiny models trained on real African text in three mixes, swept over the real suite,
+    selected and ranked against the designed truth (README, "A real micro-scale study")."""
+    from finetasks_afr.study.design import StudySizes, slice_sizes
+    from finetasks_afr.study.run import publish, run_study
+
+    if not (shared_data / "corpus").is_dir():
+        raise fail(f"no training text under {shared_data / 'corpus'}: pass --shared-data <the shared data root>")
+    sizes = slice_sizes() if ci_slice else StudySizes()
+    run_study(out, shared_data, sizes, workers=workers, log=lambda line: console.print(line))
+    console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, truth_check.csv, study.json")
+    if publish_to is not None:
+        publish(out, publish_to)
+        console.print(f"[green]published[/] {publish_to}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("select")(select_command)
     app.command("aggregate")(aggregate_command)
     app.command("simulate")(simulate_command)
     app.command("demo")(demo_command)
+    app.command("study")(study_command)

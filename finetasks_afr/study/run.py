@@ -1,0 +1,232 @@
+"""`make study`: the micro-scale study's stages, each resumable and timed.
+
+    out/study/
+      mirror/          the local datasets, imported from the shared data's raw releases
+      tokenizer/       the shared 8k byte-level BPE (lower-casing normaliser)
+      checkpoints/     <mix>/seed-<s>/checkpoint-<step>/ (HF Trainer folders; DONE once a run is complete)
+      sweep/           the sweep directory (lighteval results per checkpoint, logs, summary.json)
+      scores.parquet   the collected score table
+      selection/       decisions.csv, suites/, report.md, figures/ (the FineTasks selection)
+      aggregate/       ranking.csv, language_scores.csv
+      truth_check.csv  the designed truth against what the analysis found; truth.md, its summary
+      study.json       the design, the sizes, the tasks and every stage's time
+
+An interrupted study continues where it stopped: the mirror and the tokenizer are reused, a run with its DONE is
+never retrained (a run without one is retrained from scratch), the sweep evaluates only checkpoints without
+results, and the analysis (seconds) is redone. `publish` copies what the docs show into a folder kept in git.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analysis.processes import die_with_parent, starting_children
+from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
+
+if TYPE_CHECKING:
+    from analysis.config import Config
+
+STUDY_CONFIG = Path(__file__).resolve().parent.parent / "data" / "study_config.toml"
+DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
+MIRROR_DONE = ".imported"
+# What `publish` copies (paths relative to the study's folder; the aggregate's only when some task was kept); the
+# selection's figures are copied whole.
+PUBLISHED = ("scores.parquet", "study.json", "truth_check.csv", "truth.md", "selection/decisions.csv",
+             "selection/report.md")  # fmt: skip
+PUBLISHED_IF_RANKED = ("aggregate/ranking.csv", "aggregate/language_scores.csv")
+
+
+def run_dir(out: Path, mix: str, seed: int) -> Path:
+    return Path(out) / "checkpoints" / mix / f"seed-{seed}"
+
+
+def prepare_mirror(shared_data: Path, out: Path) -> Path:
+    """The local datasets under `out/mirror`, imported once from the shared data's raw releases."""
+    from finetasks_afr.mirror import import_raw
+
+    mirror = Path(out) / "mirror"
+    if not (mirror / MIRROR_DONE).is_file():
+        import_raw(Path(shared_data), mirror)
+        (mirror / MIRROR_DONE).write_text("imported\n", encoding="utf-8")
+    return mirror
+
+
+def study_tasks(mirror: Path, sizes: StudySizes) -> list[str]:
+    """The tasks the study evaluates: `sizes.tasks`, else every log-likelihood task of the suite with local data for
+    the study's languages (generative ones are left out: their F1 and prefix match stay at zero for models this
+    small, and greedy decoding would cost more than all other tasks together)."""
+    os.environ[DATA_DIR_ENV] = str(Path(mirror).resolve())  # the task configs read the mirror it names
+    from finetasks_afr.tasks import tasks_with_local_data
+
+    available = tasks_with_local_data(Path(mirror), LANGUAGES)
+    if sizes.tasks is None:
+        return available
+    missing = sorted(set(sizes.tasks) - set(available))
+    if missing:
+        raise ValueError(f"study tasks without local data for the study's languages: {', '.join(missing)}")
+    return list(sizes.tasks)
+
+
+def _train_one(tokenizer_dir: str, shared_data: str, mix: str, seed: int, out_dir: str, sizes: StudySizes) -> str:
+    """Worker entry point (module level, so a spawned process can import it)."""
+    os.environ["TQDM_DISABLE"] = "1"
+    from finetasks_afr.study.train import train_study_run
+
+    train_study_run(Path(tokenizer_dir), Path(shared_data), mix, seed, Path(out_dir), sizes, threads=1, quiet=True)
+    return out_dir
+
+
+def train_all(
+    tokenizer_dir: Path, shared_data: Path, out: Path, sizes: StudySizes, workers: int, log: Callable[[str], None]
+) -> None:
+    """Train every (mix, seed) run without its DONE, `workers` at a time (one torch thread each)."""
+    jobs = [
+        (mix, seed) for mix in sizes.mixes for seed in sizes.seeds if not (run_dir(out, mix, seed) / "DONE").is_file()
+    ]
+    if not jobs:
+        log("training: every run is already trained")
+        return
+    started = time.perf_counter()
+    pool = ProcessPoolExecutor(max(1, workers), mp_context=get_context("spawn"), initializer=die_with_parent)
+    with pool:
+        with starting_children():  # the workers ignore Ctrl-C and end with this process
+            futures = {
+                pool.submit(_train_one, str(tokenizer_dir), str(shared_data), mix, seed,
+                            str(run_dir(out, mix, seed)), sizes): (mix, seed)
+                for mix, seed in jobs
+            }  # fmt: skip
+        for future, (mix, seed) in futures.items():
+            future.result()
+            log(f"trained {mix} seed {seed} ({time.perf_counter() - started:.0f} s so far)")
+
+
+def study_config(sizes: StudySizes) -> Config:
+    """The analysis configuration: study_config.toml, with consistency measured over the second half of training
+    (the file holds that value for the study's own sizes; other sizes, the CI slice's, are scaled)."""
+    from analysis.config import load_config
+
+    config = load_config(STUDY_CONFIG)
+    half = sizes.steps * sizes.batch_size * sizes.seq_len // 2
+    if config.consistency.min_tokens != half:
+        config = replace(config, consistency=replace(config.consistency, min_tokens=half))
+    return config
+
+
+def run_study(
+    out: Path,
+    shared_data: Path,
+    sizes: StudySizes | None = None,
+    *,
+    workers: int = 2,
+    log: Callable[[str], None] = print,
+) -> dict[str, Path]:
+    """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
+    import polars as pl
+
+    from analysis.io import atomic_write_text, write_csv_atomic
+    from analysis.pipeline import run_aggregate, run_selection
+    from analysis.table import LoadReport, write_scores
+    from finetasks_afr.study.train import train_study_tokenizer
+    from finetasks_afr.study.truth import study_truth, summarise_truth
+    from finetasks_afr.sweep.collect import collect
+    from finetasks_afr.sweep.discover import discover
+    from finetasks_afr.sweep.evaluate import SweepSpec
+    from finetasks_afr.sweep.run import run_sweep
+
+    sizes = sizes or StudySizes()
+    out, shared_data = Path(out).resolve(), Path(shared_data).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        timings[stage] = round(time.perf_counter() - clock, 1)
+        log(f"{stage}: {timings[stage]:.1f} s")
+        clock = time.perf_counter()
+
+    mirror = prepare_mirror(shared_data, out)
+    tasks = study_tasks(mirror, sizes)
+    lap("mirror and tasks")
+    tokenizer_dir = train_study_tokenizer(shared_data, out / "tokenizer", sizes.vocab_size)
+    lap("tokenizer")
+    train_all(tokenizer_dir, shared_data, out, sizes, workers, log)
+    lap("training")
+
+    found = discover([str(out / "checkpoints")]).checkpoints
+    spec = SweepSpec(
+        tasks=[f"{task}|0" for task in tasks],
+        out_dir=str(out / "sweep"),
+        max_length=sizes.shape.max_position_embeddings,
+        max_samples=sizes.max_samples,
+        env={DATA_DIR_ENV: str(mirror)},
+    )
+    result = run_sweep(spec, found, workers=workers)
+    if result.failed:
+        raise RuntimeError(f"{len(result.failed)} checkpoint(s) failed; see {out / 'sweep' / 'summary.json'}")
+    lap("evaluation")
+
+    table, report = collect([out / "sweep"])
+    scores = out / "scores.parquet"
+    write_scores(table, scores)
+    config = study_config(sizes)
+    load_report = LoadReport(source=str(scores), n_rows=report.rows, notes=report.summary().splitlines()[1:])
+    selection = run_selection(table, load_report, config, out / "selection")
+    decisions = selection.selection.decisions
+    if decisions.filter(pl.col("kept")).is_empty():  # a negative result: nothing to rank the runs on
+        log("the selection kept no task: the runs are not ranked (no aggregate/)")
+        shutil.rmtree(out / "aggregate", ignore_errors=True)
+        schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
+        language_scores = pl.DataFrame(schema=schema)
+    else:
+        language_scores = run_aggregate(table, config, out / "aggregate", decisions).language_scores
+    check = study_truth(table, decisions, language_scores)
+    write_csv_atomic(check, out / "truth_check.csv")
+    atomic_write_text(out / "truth.md", summarise_truth(check))
+    lap("analysis")
+    record = {
+        "design": {"languages": list(LANGUAGES), "control": CONTROL, "mixes": MIXES,
+                   "designed_order": {language: list(order) for language, order in DESIGNED_ORDER.items()}},
+        "sizes": asdict(sizes) | {"steps": sizes.steps, "save_every": sizes.save_every},
+        "tasks": tasks,
+        "seconds": timings,
+    }  # fmt: skip
+    atomic_write_text(out / "study.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
+    log("stage times: " + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in timings.items()))
+    return {
+        "scores": scores,
+        "selection": out / "selection",
+        "truth": out / "truth_check.csv",
+        "study": out / "study.json",
+    }
+
+
+def publish(out: Path, dest: Path) -> list[Path]:
+    """Copy the study's results that the docs show (`PUBLISHED` and the selection's figures) into `dest`."""
+    out, dest = Path(out), Path(dest)
+    missing = [name for name in PUBLISHED if not (out / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"the study under {out} is not finished ({', '.join(missing)} missing): run it first")
+    copied = []
+    for name in PUBLISHED_IF_RANKED:  # a previous study's ranking never outlives it
+        (dest / name).unlink(missing_ok=True)
+    for name in PUBLISHED + tuple(name for name in PUBLISHED_IF_RANKED if (out / name).is_file()):
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out / name, target)
+        copied.append(target)
+    figures = out / "selection" / "figures"
+    if figures.is_dir():
+        shutil.rmtree(dest / "selection" / "figures", ignore_errors=True)
+        shutil.copytree(figures, dest / "selection" / "figures")
+        copied.append(dest / "selection" / "figures")
+    return copied
