@@ -46,7 +46,8 @@ def test_the_study_evaluates_every_log_likelihood_task_of_its_languages(mirror: 
 
 @pytest.mark.slow
 def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, tmp_path: Path) -> None:
-    out, sizes, lines = tmp_path / "study", slice_sizes(), []
+    out, sizes = tmp_path / "study", slice_sizes()
+    lines: list[str] = []
     paths = run_study(out, shared_data, sizes, workers=1, log=lines.append)
     table = pl.read_parquet(paths["scores"])
     assert sorted(table["task"].unique()) == sorted(sizes.tasks or ())
