@@ -169,6 +169,7 @@ def run_study(
         max_length=sizes.shape.max_position_embeddings,
         max_samples=sizes.max_samples,
         env={DATA_DIR_ENV: str(mirror)},
+        torch_threads=1,  # one per worker process, as in training
     )
     result = run_sweep(spec, found, workers=workers)
     if result.failed:
