@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import polars as pl
@@ -72,5 +73,12 @@ def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, t
         out / "selection" / "decisions.csv"
     ).read_bytes()
     assert all(path.exists() for path in copied)
+    report = (tmp_path / "docs" / "selection" / "report.md").read_text(encoding="utf-8")
+    linked = re.findall(r"\]\((figures/[^)]+\.png)\)", report)
+    assert linked, "the published report links no figure"
+    assert all((tmp_path / "docs" / "selection" / link).is_file() for link in linked)  # no dead link
+    kept = set(pl.read_csv(out / "selection" / "decisions.csv").filter(pl.col("kept"))["task"])
+    curves = {path.stem for path in (tmp_path / "docs" / "selection" / "figures").glob("curves/*.png")}
+    assert curves == kept  # the kept tasks' curves, and only theirs
     with pytest.raises(FileNotFoundError, match="not finished"):
         publish(tmp_path / "nothing", tmp_path / "docs")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from analysis.io import atomic_write_text, safe_file_name
 from analysis.processes import die_with_parent, starting_children
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
 
@@ -132,7 +134,7 @@ def run_study(
     """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
     import polars as pl
 
-    from analysis.io import atomic_write_text, write_csv_atomic
+    from analysis.io import write_csv_atomic
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.table import LoadReport, write_scores
     from finetasks_afr.study.train import train_study_tokenizer
@@ -212,7 +214,15 @@ def run_study(
 
 
 def publish(out: Path, dest: Path) -> list[Path]:
-    """Copy the study's results that the docs show (`PUBLISHED` and the selection's figures) into `dest`."""
+    """Copy the study's results that the docs show into `dest`: `PUBLISHED`, the ranking when there is one, the
+    per-language figures and the training curves of the kept tasks.
+
+    The curves of all tasks (about 25 MB at the study's size) would multiply the repository's size for figures of
+    tasks the selection dropped; the published report names those tasks without a link, and `make study` (or
+    `finetasks-afr select` on the published table) draws them.
+    """
+    import polars as pl
+
     out, dest = Path(out), Path(dest)
     missing = [name for name in PUBLISHED if not (out / name).is_file()]
     if missing:
@@ -225,9 +235,32 @@ def publish(out: Path, dest: Path) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out / name, target)
         copied.append(target)
-    figures = out / "selection" / "figures"
+    figures, published_figures = out / "selection" / "figures", dest / "selection" / "figures"
+    shutil.rmtree(published_figures, ignore_errors=True)
     if figures.is_dir():
-        shutil.rmtree(dest / "selection" / "figures", ignore_errors=True)
-        shutil.copytree(figures, dest / "selection" / "figures")
-        copied.append(dest / "selection" / "figures")
+        published_figures.mkdir(parents=True)
+        for figure in sorted(figures.glob("*.png")):
+            shutil.copyfile(figure, published_figures / figure.name)
+            copied.append(published_figures / figure.name)
+        decisions = pl.read_csv(out / "selection" / "decisions.csv", infer_schema_length=None)
+        kept = set(decisions.filter(pl.col("kept"))["task"].to_list())
+        for task in sorted(kept):
+            curve = figures / "curves" / f"{safe_file_name(task)}.png"
+            if curve.is_file():
+                (published_figures / "curves").mkdir(exist_ok=True)
+                shutil.copyfile(curve, published_figures / "curves" / curve.name)
+                copied.append(published_figures / "curves" / curve.name)
+    report = dest / "selection" / "report.md"
+    atomic_write_text(report, _unlink_missing_curves(report.read_text(encoding="utf-8"), report.parent))
     return copied
+
+
+def _unlink_missing_curves(report: str, folder: Path) -> str:
+    """The report's curve links whose figure was not published become the task's name and where to draw it."""
+
+    def relink(match: re.Match[str]) -> str:
+        if (folder / match.group(2)).is_file():
+            return match.group(0)
+        return f"{match.group(1)} (dropped: its curve is not published; `make study` draws it)"
+
+    return re.sub(r"\[([^\]]+)\]\((figures/curves/[^)]+\.png)\)", relink, report)
