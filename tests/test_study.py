@@ -82,3 +82,15 @@ def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, t
     assert curves == kept  # the kept tasks' curves, and only theirs
     with pytest.raises(FileNotFoundError, match="not finished"):
         publish(tmp_path / "nothing", tmp_path / "docs")
+
+
+def test_an_in_process_sweep_reads_the_mirror_its_spec_names(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The custom tasks module built under another data directory (an earlier sweep in this process) is not reused
+    (before the fix: sib200_zul_cf still pointed at the hub and the CI slice's checkpoints failed offline)."""
+    from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, custom_tasks_module
+
+    monkeypatch.delenv("FINETASKS_AFR_DATA_DIR", raising=False)
+    custom_tasks_module(DEFAULT_CUSTOM_TASKS)
+    monkeypatch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
+    configs = {config.name: config for config in custom_tasks_module(DEFAULT_CUSTOM_TASKS).TASKS_TABLE}
+    assert Path(configs["sib200_zul_cf"].hf_repo).resolve() == (mirror / "sib200").resolve()

@@ -125,10 +125,21 @@ def parse_tasks(spec: str | Path) -> list[str]:
     return out
 
 
-@functools.cache
 def custom_tasks_module(location: str) -> Any:
-    """The custom tasks module at `location` (a .py file or an importable name), imported once per process: the
-    sweep checks the task names with it before any model loads, and the in-process evaluator reuses it."""
+    """The custom tasks module at `location` (a .py file or an importable name), imported once per process and
+    data directory: the sweep checks the task names with it before any model loads, and the in-process evaluator
+    reuses it.
+
+    The suite's task configs name their dataset's location (the mirror in $FINETASKS_AFR_DATA_DIR, else the hub)
+    when the module is executed, so a module built under another data directory would send an in-process sweep
+    whose spec sets a new one to the old location (found by the study's CI slice run after other sweeps in one
+    pytest worker: every task fell back to the hub).
+    """
+    return _custom_tasks_module(location, os.environ.get("FINETASKS_AFR_DATA_DIR", ""))
+
+
+@functools.cache
+def _custom_tasks_module(location: str, data_dir: str) -> Any:
     from lighteval.tasks.registry import Registry
 
     return Registry.create_custom_tasks_module(location)
