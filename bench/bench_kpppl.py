@@ -3,10 +3,11 @@
 Run: `python bench/bench_kpppl.py [--lengths 16,32,64,128] [--repeats 7] [--fractions 1.0,0.15] [--device cpu]`
 (offline; about a minute on 2 cores).
 
-A tiny BERT masked LM (`finetasks_afr.tiny.make_tiny_masked_lm`, hidden 64, 2 layers, untrained: the cost does not
+A tiny BERT masked LM (`finetasks_afr.demo.tiny.make_tiny_masked_lm`, hidden 64, 2 layers, untrained: the cost does not
 depend on the weights) is built in a temporary directory. For each sentence length (tokens between `<s>` and
 `</s>`) and mask fraction, one synthetic sentence of exactly that many tokens is scored with
-`finetasks_afr.recommend.masked_token_logprobs`: `batched` runs the k masked copies through the model together
+`finetasks_afr.perplexity.recommend.masked_token_logprobs`: `batched` runs the k masked copies through the model
+together
 (up to `--batch-rows` per pass), `unbatched` runs one pass per copy. Each variant is timed `--repeats` times,
 alternating, in the same process; the table shows the median seconds per sentence and the ratio
 unbatched / batched (the speed-up of batching). Both variants return the same log-probabilities (checked here
@@ -30,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 
-from finetasks_afr import recommend as rec  # noqa: E402
-from finetasks_afr.tiny import make_tiny_masked_lm  # noqa: E402
+from finetasks_afr.demo.tiny import make_tiny_masked_lm  # noqa: E402
+from finetasks_afr.perplexity import recommend as rec  # noqa: E402
 
 WORDS = [
     "water", "fire", "river", "mountain", "city", "market", "school", "teacher", "child", "mother", "father",

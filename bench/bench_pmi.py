@@ -1,8 +1,8 @@
-"""PMI scoring cost: lighteval 0.13 + finetasks_afr.compat on an MCF task, with and without the dedup.
+"""PMI scoring cost: lighteval 0.13 + finetasks_afr.scoring.compat on an MCF task, with and without the dedup.
 
 Run: `python bench/bench_pmi.py [--docs 256] [--batch-size 64] [--repeats 3]` (offline; 1-2 minutes on 2 cores).
 
-A tiny Llama (finetasks_afr.tiny) and N synthetic letter-answer (MCF) documents that all share the
+A tiny Llama (finetasks_afr.demo.tiny) and N synthetic letter-answer (MCF) documents that all share the
 unconditioned query "Answer:" and the choices " A", " B", " C", " D". Each variant is one `Pipeline.evaluate()`
 with a fresh prediction cache, in rounds (times: the best round; the machine is shared, wall times are noisy):
 
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.forward import bare_forward_seconds  # noqa: E402
 from bench.probe_tasks import probe_task_module  # noqa: E402
-from finetasks_afr.lighteval_runtime import clear_prediction_cache, custom_tasks_only  # noqa: E402
+from finetasks_afr.scoring.lighteval_runtime import clear_prediction_cache, custom_tasks_only  # noqa: E402
 
 LETTERS = [" A", " B", " C", " D"]
 UNCONDITIONED = "Answer:"
@@ -151,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
 
     logging.disable(logging.WARNING)
 
-    from finetasks_afr import compat
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
+    from finetasks_afr.scoring import compat
 
     docs = make_docs(args.docs)
     four = ("acc", "acc_norm", "acc_norm_token", "acc_norm_pmi")

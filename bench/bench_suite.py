@@ -5,18 +5,18 @@ Run: `python bench/bench_suite.py [--max-samples 4] [--raw ../shared/data] [--ou
 [--tasks PATTERNS]`
 (offline; `make bench-suite`; about 10 minutes on 2 cores).
 
-Set-up. A mirror is built from the raw files (`finetasks_afr.mirror.import_raw`); the suite is every task of
+Set-up. A mirror is built from the raw files (`finetasks_afr.data.mirror.import_raw`); the suite is every task of
 `finetasks_afr.tasks` whose formulation is not GEN and whose config the mirror holds (CF, MCF, HYBRID and the
 perplexity tasks: all log-likelihood), 0-shot, at `--max-samples` documents per task. The checkpoint is a
-randomly initialised Llama (`finetasks_afr.tiny.make_tiny_causal_lm`, `train_steps=0`): hidden 256, 4 heads (head
+randomly initialised Llama (`finetasks_afr.demo.tiny.make_tiny_causal_lm`, `train_steps=0`): hidden 256, 4 heads (head
 size 64), 4 layers, intermediate 1024, a byte-level BPE vocabulary of 4096 trained on text of the mirror itself
 (every language), untied embeddings, float32: 6.3 million parameters, 2.1 million of them the embeddings and the
 LM head. Evaluated with max_length 512 and batch_size 64 on the CPU, with as many torch threads as the machine has.
 The machine may be shared: each run records the 1-minute load average before and after it.
 
 Three subprocesses, one after the other (each reports its own peak resident memory, `ru_maxrss`):
-- `finetasks`: `finetasks_afr.engine.SharedPrefixModel` (each distinct context once, with every choice packed
-  after it in the same row under a block mask, `finetasks_afr.scoring`'s strategy rule); one `Pipeline.evaluate()`,
+- `finetasks`: `finetasks_afr.scoring.engine.SharedPrefixModel` (each distinct context once, with every choice packed
+  after it in the same row under a block mask, `finetasks_afr.scoring.core`'s strategy rule); one `Pipeline.evaluate()`,
   prediction cache off (`model._cache = None`).
 - `bare`: the floor. Plain batched `model(input_ids, attention_mask, logits_to_keep=...)` calls (no lighteval, no
   scoring core), then `log_softmax` + gather at the positions that predict a scored token, and nothing else, over
@@ -33,7 +33,7 @@ Three subprocesses, one after the other (each reports its own peak resident memo
   Batches of batch_size rows, right-padded with a mask, longest sequences first: all sequences sorted together,
   or each kind (contexts / continuation pieces / whole rows) sorted and batched on its own, whichever pads
   fewer tokens. After a warm-up of two batches, the best of `--bare-repeats` passes is taken.
-- `lighteval`: lighteval's own `TransformersModel` (with the project's run-time fixes of `finetasks_afr.compat`,
+- `lighteval`: lighteval's own `TransformersModel` (with the project's run-time fixes of `finetasks_afr.scoring.compat`,
   applied when the task module loads; their rolling branch uses the same scoring core as ours, so the perplexity
   tasks cost the same on both paths); one `Pipeline.evaluate()`, prediction cache off.
 
@@ -56,7 +56,7 @@ that fails the packing probe, on the cached keys/values of the prompt), lighteva
 one plain row. The same attention and matmuls in another shape round
 differently: per-document sums differ by up to about 2e-7 relative (on a random Llama, the same pairs forwarded as
 whole rows agree with a plain full-logits pass to the bit). Nothing downstream differs (the bytes are the same
-integers; the metric and the bootstrap draws are the same code, fix 4 of `finetasks_afr.compat` in both
+integers; the metric and the bootstrap draws are the same code, fix 4 of `finetasks_afr.scoring.compat` in both
 processes), so making them identical would mean giving up sharing the prompt for these tasks, not changing a sum's
 order or dtype. The score, sum(log-probs) / sum(bytes), keeps its 1e-6 relative tolerance. Its bootstrap stderr is
 the standard deviation of that statistic over 1000 resamples: a shift of at most d in each resample's value moves
@@ -154,9 +154,9 @@ def _evaluate(spec: dict, engine: str) -> dict:
     from lighteval.models.transformers.transformers_model import TransformersModel, TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
-    from finetasks_afr import scoring
-    from finetasks_afr.engine import SharedPrefixModel
-    from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in, quiet_progress_bars
+    from finetasks_afr.scoring import core as scoring
+    from finetasks_afr.scoring.engine import SharedPrefixModel
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only, prediction_cache_in, quiet_progress_bars
     from finetasks_afr.sweep.evaluate import ForwardTimer
 
     work = Path(spec["work"]) / engine
@@ -270,7 +270,7 @@ def _bare(spec: dict) -> dict:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from finetasks_afr.scoring import weights_dtype
+    from finetasks_afr.scoring.core import weights_dtype
 
     torch.set_num_threads(spec["threads"])
     model = AutoModelForCausalLM.from_pretrained(spec["model"], **weights_dtype(torch.float32)).eval()
@@ -482,8 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    from finetasks_afr.mirror import import_raw
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.data.mirror import import_raw
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="bench_suite_") as tmp:
@@ -556,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_samples": args.max_samples,
         },
         "model": {
-            "architecture": "LlamaForCausalLM, random init (finetasks_afr.tiny, train_steps=0)",
+            "architecture": "LlamaForCausalLM, random init (finetasks_afr.demo.tiny, train_steps=0)",
             "parameters": parameters,
             "hidden_size": config["hidden_size"],
             "num_attention_heads": config["num_attention_heads"],

@@ -8,7 +8,7 @@ the task suite's construction, each task's dataset loaded and checked, paid once
 its checkpoints). Both score tables are collected and must be identical (the run fails otherwise). Writes
 `out/bench/sweep.json` with `speedup_vs_lighteval` (lighteval's seconds per checkpoint / ours) and
 `non_forward_share` (ours: 1 - forward / seconds per checkpoint), each worker's peak memory, each engine's phases
-per checkpoint (`finetasks_afr.sweep.phases`: exclusive, adding up to the checkpoint's wall time) and its fixed cost
+per checkpoint (`finetasks_afr.scoring.phases`: exclusive, adding up to the checkpoint's wall time) and its fixed cost
 beside forward passes per checkpoint, per task and per 1,000 documents (what a faster device leaves).
 
     python bench/bench_sweep.py [--demo out/demo] [--run mix-a/seed-1] [--limit-tasks N] [--limit-checkpoints N]
@@ -56,7 +56,7 @@ def worker(
     imports_started = time.perf_counter()  # the modules below import lighteval: part of the worker's start-up
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
-    from finetasks_afr.sweep.discover import discover
+    from finetasks_afr.scores.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
 
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'peak RSS (MB)':<22}{theirs['peak_rss_mb']:>10.0f}{ours['peak_rss_mb']:>10.0f}")
     print(f"\n{'phases per checkpoint (s)':<26}{'lighteval':>10}{'finetasks':>10}   (exclusive; they add up to the")
     print(f"{'':<46}checkpoint's wall time)")
-    from finetasks_afr.sweep.phases import ORDER
+    from finetasks_afr.scoring.phases import ORDER
 
     seen = {*theirs["phases_per_checkpoint"], *ours["phases_per_checkpoint"]}
     names = [name for name in ORDER if name in seen] + sorted(seen - set(ORDER))

@@ -1,4 +1,4 @@
-"""Few-shot leaks and answer patterns on real rows: stock lighteval 0.13 sampler vs finetasks_afr.fewshot.
+"""Few-shot leaks and answer patterns on real rows: stock lighteval 0.13 sampler vs finetasks_afr.prompts.fewshot.
 
     make mirror   # or: finetasks-afr data import-raw ../shared/data --out out/mirror
     FINETASKS_AFR_DATA_DIR=out/mirror HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 \
@@ -14,8 +14,8 @@ import dataclasses
 import sys
 
 import finetasks_afr.tasks  # noqa: F401  (applies the fixes, registers the prompt words)
-from finetasks_afr import fewshot
 from finetasks_afr.benchmarks import all_tasks
+from finetasks_afr.prompts import fewshot
 
 
 def _normalised(text: str) -> str:

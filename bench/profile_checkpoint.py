@@ -1,6 +1,6 @@
 """Profile one demo checkpoint's evaluation (after a warm-up one): where the sweep's non-forward time goes.
 
-Prints the checkpoint's phases (`finetasks_afr.sweep.phases`, the sweep's own exclusive clock: they add up to its
+Prints the checkpoint's phases (`finetasks_afr.scoring.phases`, the sweep's own exclusive clock: they add up to its
 wall time), then cProfile's functions by cumulative time. cProfile slows the Python-heavy phases more than the
 forward passes; the phases of an unprofiled run are in bench/bench_sweep.py's output.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
 from finetasks_afr.demo.world import World
-from finetasks_afr.sweep.discover import discover
+from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.evaluate import Evaluator, SweepSpec
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

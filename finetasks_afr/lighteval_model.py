@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from finetasks_afr import engine
+from finetasks_afr.scoring import engine
 
 MODEL_ARGS_ENV = "FINETASKS_AFR_MODEL_ARGS"
 

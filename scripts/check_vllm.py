@@ -7,7 +7,7 @@ Run with the vLLM environment's Python (`bash scripts/vllm_env.sh`; `make test-v
 Two checkpoints of one demo run (its first and its last, so one near-random model and one trained) are swept
 twice with the project's sweep (`finetasks_afr.sweep`: one in-process worker, `save_details=True`, float32,
 `max_length` 512, the demo's task module): once with lighteval's transformers backend (`backend="accelerate"`),
-once with its vLLM backend (`backend="vllm"`, after `finetasks_afr.compat_vllm.apply()`). Then, per checkpoint,
+once with its vLLM backend (`backend="vllm"`, after `finetasks_afr.scoring.compat_vllm.apply()`). Then, per checkpoint,
 task, document and choice, the log-probabilities in the two details files must agree, both the conditioned ones
 (`logprobs`) and the unconditioned ones behind acc_norm_pmi (`unconditioned_logprobs`): relative difference
 |a - b| / max(|a|, |b|) <= 1e-4 (`--rtol`); the continuation tokens must be identical; and every accuracy
@@ -17,7 +17,8 @@ naming the checkpoint, task, document and choice. A table goes to stdout, everyt
 Tasks: the demo's multiple-choice log-likelihood tasks, CF and MCF. Excluded, with the reason in check.json: the
 perplexity tasks (`demotext_*`): lighteval 0.13's vLLM backend has no rolling log-likelihood
 (`VLLMModel.loglikelihood_rolling` raises NotImplementedError; checked in the source at run time). The suite's
-partial-scoring tasks (Winogrande CF, `finetasks_afr.partial_scoring`) are not in the demo and would not run on vLLM
+partial-scoring tasks (Winogrande CF, `finetasks_afr.scoring.partial_scoring`) are not in the demo and would not run on
+vLLM
 either (they patch the transformers backend only).
 
 The comparison (everything above `run_check`) needs neither vLLM nor lighteval: `tests/test_vllm_check.py` runs it
@@ -305,7 +306,7 @@ def vllm_rolling_supported() -> tuple[bool, str]:
 
 
 def pick_checkpoints(demo: Path, run: str | None) -> tuple[str, list]:
-    from finetasks_afr.sweep.discover import discover
+    from finetasks_afr.scores.discover import discover
 
     root = demo / "checkpoints"
     runs = [run] if run else sorted(str(p.relative_to(root)) for p in root.glob("*/seed-*") if p.is_dir())
@@ -373,9 +374,9 @@ def run_check(demo: Path, run: str | None, out: Path, rtol: float) -> int:
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(name, "1")
     started = time.perf_counter()
-    from finetasks_afr import compat_vllm
     from finetasks_afr.demo.run import WORLD_ENV
     from finetasks_afr.demo.world import PPL, World
+    from finetasks_afr.scoring import compat_vllm
 
     world = World.load(demo / "world")
     world_root = world.root.resolve()

@@ -3,8 +3,10 @@
 As a pytest plugin (`PYTHONPATH=scripts python -m pytest -p lighteval_patched_conftest ...`):
 
     --finetasks-patches=on   (default) before any test module is collected (so before the tests import lighteval's
-                             modules), call `finetasks_afr.compat.apply()`, `finetasks_afr.partial_scoring.apply()`
-                             and `finetasks_afr.fewshot.apply()`, assert that every fix is in force (an error stops
+                             modules), call `finetasks_afr.scoring.compat.apply()`,
+                             `finetasks_afr.scoring.partial_scoring.apply()`
+                             and `finetasks_afr.prompts.fewshot.apply()`, assert that every fix is in force (an error
+                             stops
                              the session otherwise), and print which are; at the end of the session, check that
                              they still are (a test that undid them would make the run meaningless).
     --finetasks-patches=off  apply nothing; at the end, check that no `finetasks_afr` module was imported at all.
@@ -41,7 +43,8 @@ _state: dict[str, Any] = {"mode": "on", "outcomes": {}, "active": [], "lighteval
 
 def apply_patches() -> list[str]:
     """Apply the three patch modules; raise unless every fix is in force. Returns one line per fix."""
-    from finetasks_afr import compat, fewshot, partial_scoring
+    from finetasks_afr.prompts import fewshot
+    from finetasks_afr.scoring import compat, partial_scoring
 
     outcomes = {**compat.apply(), **partial_scoring.apply(), **fewshot.apply()}
     not_applied = {fix: outcome for fix, outcome in outcomes.items() if outcome != "applied"}
@@ -57,7 +60,8 @@ def patches_missing() -> list[str]:
     """What is not in force (empty when everything is): each module's own state and the patched attributes."""
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    from finetasks_afr import compat, fewshot, partial_scoring
+    from finetasks_afr.prompts import fewshot
+    from finetasks_afr.scoring import compat, partial_scoring
 
     missing = sorted(set(compat.FIXES) - compat.applied())
     if not partial_scoring.applied():

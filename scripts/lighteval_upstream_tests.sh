@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # lighteval's own tests, as shipped in its 0.13.0 sdist, run against the installed lighteval twice: as released,
-# then with this project's run-time patches (finetasks_afr.compat, .partial_scoring, .fewshot) applied before
+# then with this project's run-time patches (finetasks_afr.scoring.compat, .partial_scoring, .fewshot) applied before
 # the tests import lighteval (pytest plugin scripts/lighteval_patched_conftest.py). Fails when a test that passes
 # without the patches fails with them, or when a test fails in both runs without being listed below.
 #

@@ -18,8 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from finetasks_afr.local_dataset import write_dataset_folder
-from finetasks_afr.sources import LAYOUT_MARKER, SOURCES
+from finetasks_afr.data.local_dataset import write_dataset_folder
+from finetasks_afr.data.sources import LAYOUT_MARKER, SOURCES
 
 HUB_ROWS = Path(__file__).with_name("fixtures") / "hub_rows"
 

@@ -1,6 +1,7 @@
 """One raw-import mirror of ../shared/data per test session, shared by the test modules that read real rows.
 
-`finetasks_afr.mirror.import_raw` over the whole of ../shared/data takes about 10 s; the gold-answer, prompt-hygiene
+`finetasks_afr.data.mirror.import_raw` over the whole of ../shared/data takes about 10 s; the gold-answer,
+prompt-hygiene
 and raw-release tests all read the same mirror, so it is built once per pytest process (pytest runs the suite in one
 process) under the session's temporary directory and handed out read-only. A test that needs to add datasets to it
 (the prompt-hygiene test writes the hand-made hub rows beside the real ones) takes `overlay`: a new folder whose
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from finetasks_afr.mirror import MirrorReport, import_raw
+from finetasks_afr.data.mirror import MirrorReport, import_raw
 
 _BUILT: dict[Path, tuple[Path, MirrorReport]] = {}
 

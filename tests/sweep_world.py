@@ -26,7 +26,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from analysis.table import TaskInfo
+from finetasks_afr.scores.table import TaskInfo
 
 
 def prompt(line, task_name):
@@ -46,7 +46,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFL
 
 def build_world(root: Path) -> dict[str, Path]:
     """Write the dataset, the tasks module and the tiny checkpoints under `root`; return their paths."""
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     data = root / "mirror" / "good"
     data.mkdir(parents=True)

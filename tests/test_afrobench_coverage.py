@@ -28,7 +28,7 @@ def test_the_readme_table_is_the_computed_one() -> None:
 
 
 def test_every_afrobench_dataset_has_languages_and_only_listed_codes_are_left_out() -> None:
-    from analysis.lm_eval import afrobench_task_info
+    from finetasks_afr.scores.lm_eval import afrobench_task_info
 
     script = _script()
     languages = script.afrobench_languages()
@@ -40,7 +40,7 @@ def test_every_afrobench_dataset_has_languages_and_only_listed_codes_are_left_ou
         if line.strip() and not line.startswith("#")
     ]
     decoded = {info.language for name in names if (info := afrobench_task_info(name)) is not None}
-    from finetasks_afr.languages import LANGUAGES
+    from finetasks_afr.prompts.languages import LANGUAGES
 
     assert decoded - set(LANGUAGES) <= script.NOT_AFRICAN  # every other AfroBench language is in our registry
     assert len(set().union(*languages.values())) == 66  # AfroBench's 66 African languages

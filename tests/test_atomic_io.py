@@ -1,4 +1,4 @@
-"""The one atomic writer (analysis/io.py): files and whole output directories are all-old or all-new."""
+"""The one atomic writer (finetasks_afr/base/io.py): files and whole output directories are all-old or all-new."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.io import (
+from finetasks_afr.base.io import (
     OUTPUT_MARKER,
     OutputDirectoryError,
     OutputLockedError,
@@ -133,7 +133,7 @@ def test_an_empty_existing_directory_and_a_file_target(tmp_path: Path) -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from analysis.io import output_lock
+from finetasks_afr.base.io import output_lock
 with output_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(300)

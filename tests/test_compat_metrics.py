@@ -1,6 +1,6 @@
-"""Proof that finetasks_afr.compat fixes lighteval 0.13's acc_norm_token and acc_norm_pmi (issues 1170, 997).
+"""Proof that finetasks_afr.scoring.compat fixes lighteval 0.13's acc_norm_token and acc_norm_pmi (issues 1170, 997).
 
-A tiny Llama (finetasks_afr.tiny) scores hand-made multiple-choice documents through lighteval's real machinery:
+A tiny Llama (finetasks_afr.demo.tiny) scores hand-made multiple-choice documents through lighteval's real machinery:
 a custom task, `Pipeline` with the Python API, `TransformersModel` from a `TransformersModelConfig`, and the
 metrics `LogLikelihoodAccMetric` with no normalisation, `LogProbCharNorm`, `LogProbTokenNorm`, `LogProbPMINorm`.
 An independent reference recomputes every choice's log-probability with a plain forward pass per sequence
@@ -33,10 +33,10 @@ import torch  # noqa: E402
 from local_dataset import write_local_dataset  # noqa: E402
 
 from bench.probe_tasks import probe_task_module  # noqa: E402
-from finetasks_afr import compat  # noqa: E402
-from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
-from finetasks_afr.scoring import weights_dtype  # noqa: E402
-from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.demo.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.scoring import compat  # noqa: E402
+from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
+from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only  # noqa: E402
 
 if TYPE_CHECKING:
     from lighteval.logging.info_loggers import DetailsLogger

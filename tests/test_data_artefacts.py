@@ -28,7 +28,7 @@ import pytest  # noqa: E402
 import finetasks_afr.tasks  # noqa: E402,F401  (lighteval fixes applied, literals registered, as the CLI does)
 from finetasks_afr.benchmarks import bridging, flores_mt  # noqa: E402
 from finetasks_afr.benchmarks.common import clean  # noqa: E402
-from finetasks_afr.languages import covered_by, language  # noqa: E402
+from finetasks_afr.prompts.languages import covered_by, language  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------- FLORES
 
@@ -58,7 +58,7 @@ def _sib_rows(shared_data: Path, config: str) -> dict[str, list[dict[str, str]]]
 
 @pytest.fixture(scope="module")
 def sib_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("artefacts_sib")
     configs = [language(iso3).codes["sib200"] for iso3 in FLORES_CONFLICTS] + ["eng_Latn", "hau_Latn"]
@@ -147,7 +147,7 @@ def _has_letter(text: str) -> bool:
 
 @pytest.fixture(scope="module")
 def wino_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("artefacts_wino")
     import_raw(shared_data, out, datasets=["winogrande_afr"])
@@ -170,7 +170,7 @@ def test_every_winogrande_cf_document_scores_a_continuation_with_a_letter(wino_m
     sentence with nothing after the blank is skipped, as before."""
     from lighteval.tasks.lighteval_task import LightevalTask
 
-    from finetasks_afr.partial_scoring import SPECIFIC_KEY
+    from finetasks_afr.scoring.partial_scoring import SPECIFIC_KEY
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("FINETASKS_AFR_DATA_DIR", str(wino_mirror))

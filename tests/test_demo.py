@@ -24,13 +24,13 @@ import polars as pl
 import pytest
 from typed_values import number
 
-from analysis.aggregate import aggregate
-from analysis.config import DEFAULT_CONFIG_PATH, load_config
-from analysis.pipeline import selected_metrics
-from analysis.select import select
-from analysis.signal import compute_signal
-from analysis.table import read_scores
-from finetasks_afr.bundled import BUNDLED_CONFIG, BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
+from finetasks_afr.analysis.aggregate import aggregate
+from finetasks_afr.analysis.config import DEFAULT_CONFIG_PATH, load_config
+from finetasks_afr.analysis.pipeline import selected_metrics
+from finetasks_afr.analysis.select import select
+from finetasks_afr.analysis.signal import compute_signal
+from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
+from finetasks_afr.scores.read import read_scores
 
 CONFIG = load_config(BUNDLED_CONFIG)
 LANGUAGES = {"qaa", "qab", "qac"}

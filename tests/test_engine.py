@@ -1,4 +1,4 @@
-"""The finetasks engine (`finetasks_afr.engine.SharedPrefixModel`) against lighteval's own transformers path.
+"""The finetasks engine (`finetasks_afr.scoring.engine.SharedPrefixModel`) against lighteval's own transformers path.
 
 On real rows of ../shared/data (a mirror built by `import_raw`), one task per formulation: CF with PMI and a
 few-shot example, MCF (letters: single-token continuations), hybrid, Winogrande partial scoring, Belebele MCF with
@@ -7,7 +7,7 @@ texts are longer than `max_length`) and a generative task. Both models evaluate 
 per-choice log-probability (and PMI's unconditioned ones) must agree to 1e-5 relative in float32, the greedy flags
 and continuation tokens must be equal, generations identical, and every metric in the results identical.
 
-"lighteval's path" is `TransformersModel` with the project's run-time fixes (`finetasks_afr.compat`, applied on
+"lighteval's path" is `TransformersModel` with the project's run-time fixes (`finetasks_afr.scoring.compat`, applied on
 import of the task module): the fixes never change a multiple-choice log-probability (they add PMI's unconditioned
 scores and repair token lists), so these log-probabilities are stock lighteval's `_loglikelihood_tokens` values;
 for PMI and perplexity stock lighteval has no correct value to compare with (tests/test_compat_metrics.py,
@@ -56,8 +56,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
 @pytest.fixture(scope="module")
 def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from finetasks_afr.mirror import import_raw
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.data.mirror import import_raw
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("engine")
     mirror = root / "mirror"
@@ -76,7 +76,7 @@ def _run(model: LightevalModel, tasks: str, out: Path) -> Pipeline:
     from lighteval.logging.evaluation_tracker import EvaluationTracker
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
-    from finetasks_afr.lighteval_runtime import custom_tasks_only
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only
 
     tracker = EvaluationTracker(output_dir=str(out), save_details=True)
     with custom_tasks_only():
@@ -109,8 +109,8 @@ def _config(model_dir: Path) -> TransformersModelConfig:
 def runs(setup, tmp_path_factory):
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    from finetasks_afr import scoring
-    from finetasks_afr.engine import SharedPrefixModel
+    from finetasks_afr.scoring import core as scoring
+    from finetasks_afr.scoring.engine import SharedPrefixModel
 
     mirror, model_dir = setup
     mp = pytest.MonkeyPatch()
@@ -174,7 +174,7 @@ def test_prefix_sharing_and_the_fallback_were_exercised(runs):
 
 
 def test_tokenisation_is_reused_only_for_a_byte_identical_tokenizer(setup, tmp_path):
-    from finetasks_afr import engine
+    from finetasks_afr.scoring import engine
 
     _, model_dir = setup
     copy = tmp_path / "copy"
@@ -208,7 +208,7 @@ def test_batched_tokenisation_equals_tok_encode_pair_on_every_request(setup, run
     lighteval's own `tok_encode_pair(..., pairwise=True)` gives, text by text."""
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    from finetasks_afr import engine
+    from finetasks_afr.scoring import engine
 
     _, ours, _ = runs
     _, model_dir = setup
@@ -229,7 +229,7 @@ def test_batched_tokenisation_equals_tok_encode_pair_on_every_request(setup, run
 def test_batched_tokenisation_steps_aside_when_it_would_differ(setup, runs, monkeypatch, caplog):
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    from finetasks_afr import engine
+    from finetasks_afr.scoring import engine
 
     _, ours, _ = runs
     _, model_dir = setup
@@ -254,7 +254,7 @@ def test_batched_tokenisation_steps_aside_when_it_would_differ(setup, runs, monk
 
 def test_lighteval_custom_cli_runs_the_engine(setup, tmp_path):
     """lighteval's own `custom` launcher loads `finetasks_afr/lighteval_model.py` and evaluates with it."""
-    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
+    from finetasks_afr.scoring.lighteval_runtime import ensure_tiny_benchmarks_file
 
     mirror, model_dir = setup
     ensure_tiny_benchmarks_file()

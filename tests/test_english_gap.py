@@ -1,4 +1,5 @@
-"""The gap to English over training (analysis.english_gap): a hand-computed case, scipy's Spearman rho, and a
+"""The gap to English over training (finetasks_afr.analysis.english_gap): a hand-computed case, scipy's Spearman rho,
+and a
 simulated sweep whose gaps are known, recovered within their intervals, with narrowing and widening told apart."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ import polars as pl
 import pytest
 from scipy.stats import norm, spearmanr
 
-from analysis.config import Config
-from analysis.english_gap import (
+from finetasks_afr.analysis.config import Config
+from finetasks_afr.analysis.english_gap import (
     GAP_COLUMNS,
     SUMMARY_COLUMNS,
     display_rows,
@@ -20,7 +21,7 @@ from analysis.english_gap import (
     metric_family,
     pair_tasks,
 )
-from analysis.table import validate
+from finetasks_afr.scores.table import validate
 
 RUNS = ("mix-afr60", "mix-afr10", "mix-eng")
 SEEDS = (0, 1, 2, 3)
@@ -227,8 +228,8 @@ def test_a_table_without_english_tasks_has_no_gap() -> None:
 
 
 def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_benchmark(tmp_path: Path) -> None:
-    from analysis.pipeline import run_selection
-    from analysis.table import LoadReport
+    from finetasks_afr.analysis.pipeline import run_selection
+    from finetasks_afr.scores.table import LoadReport
 
     table = simulate_gap_sweep()
     out = tmp_path / "out"
@@ -252,8 +253,8 @@ def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_bench
 
 
 def test_no_gap_section_or_files_without_english_counterparts(tmp_path: Path) -> None:
-    from analysis.pipeline import run_selection
-    from analysis.table import LoadReport
+    from finetasks_afr.analysis.pipeline import run_selection
+    from finetasks_afr.scores.table import LoadReport
 
     table = simulate_gap_sweep().filter(pl.col("language") != "eng")
     out = tmp_path / "out"

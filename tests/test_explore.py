@@ -1,4 +1,4 @@
-"""analysis.explore (the notebook's helpers) and the figures it draws: values come from the decisions,
+"""finetasks_afr.analysis.explore (the notebook's helpers) and the figures it draws: values come from the decisions,
 ranks and taus are right on hand-made tables, widgets react, the README figures are up to date."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from scipy.stats import kendalltau
 from typed_values import number
 
-from analysis import explore
-from analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
+from finetasks_afr.analysis import explore
+from finetasks_afr.analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
 
 DOCS_FIGURES = Path(__file__).resolve().parent.parent / "docs" / "figures"
 SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"

@@ -3,7 +3,8 @@
 Before the fix, two `select` runs into one `--out` raced: the second run's staging recovery deleted the staging
 folder the first was still writing, so the first swapped in a directory without its output marker (or failed
 with ENOENT). Now every writer of an analysis output (`select`, `aggregate`, `report`, `collect`, the directory
-level files of `sweep`) holds `analysis.io.output_lock`, a second one waits for it with a note naming the holder
+level files of `sweep`) holds `finetasks_afr.base.io.output_lock`, a second one waits for it with a note naming the
+holder
 (pid@host and its command) and gives up after `FINETASKS_AFR_LOCK_WAIT` seconds with exit 2 naming the holder;
 staging recovery runs only under that lock, so it never removes the folder of a live writer.
 """
@@ -24,9 +25,9 @@ import pytest
 from process_tools import alive
 from test_faults_sweep import sweep, world  # noqa: F401  (world: the module fixture of tiny checkpoints)
 
-from analysis.io import OUTPUT_MARKER, recover_directory
-from finetasks_afr.bundled import BUNDLED_SWEEP
-from finetasks_afr.sweep.discover import discover
+from finetasks_afr.base.io import OUTPUT_MARKER, recover_directory
+from finetasks_afr.data.bundled import BUNDLED_SWEEP
+from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.store import SweepStore
 
 CLI = Path(sys.executable).parent / "finetasks-afr"
@@ -38,7 +39,7 @@ ENV = {**os.environ, "MPLBACKEND": "Agg"}
 HELD_CLI = """
 import os, sys, time
 from pathlib import Path
-import analysis.pipeline as pipeline
+import finetasks_afr.analysis.pipeline as pipeline
 analyse = pipeline.analyse
 def held(*args, **kwargs):
     deadline = time.monotonic() + 30
@@ -55,7 +56,7 @@ app()
 LIVE_WRITER = """
 import sys, time
 from pathlib import Path
-from analysis.io import staged_directory
+from finetasks_afr.base.io import staged_directory
 with staged_directory(Path(sys.argv[1])) as staging:
     (staging / "half.txt").write_text("being written\\n")
     print(staging, flush=True)
@@ -163,7 +164,7 @@ def test_recovery_keeps_the_staging_folder_of_a_live_writer_and_removes_a_dead_o
 
 def _hold(target: Path) -> AbstractContextManager[Path]:
     """Hold `target`'s output lock in this process, as another writer would."""
-    from analysis.io import output_lock  # new in the fix: imported here so that only these tests need it
+    from finetasks_afr.base.io import output_lock  # new in the fix: imported here so that only these tests need it
 
     return output_lock(target)
 

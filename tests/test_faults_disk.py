@@ -11,7 +11,8 @@ How each fault is made:
   SIGXFSZ, so a write past the limit fails with EFBIG instead of killing the process), then raised again.
 - EACCES is real: a folder of mode 0o555, in a subprocess that obeys file modes even as root (tests/unprivileged.py).
 - ENOSPC is simulated (a tiny tmpfs needs root and a mount namespace, which CI lacks): the project's one atomic
-  writer (`analysis.io.atomic_write`) is wrapped so that a chosen write puts a few bytes in its temporary file and
+  writer (`finetasks_afr.base.io.atomic_write`)
+  is wrapped so that a chosen write puts a few bytes in its temporary file and
   then fails as a full disk does (an OSError without a file name, as a buffered write reports it at close); for
   polars' own writers, `write_parquet` raises the ComputeError polars raises on a full disk.
 """
@@ -33,7 +34,7 @@ import pytest
 from typer.testing import CliRunner, Result
 from unprivileged import run_cli_unprivileged
 
-import analysis.io
+import finetasks_afr.base.io
 from finetasks_afr.cli import app
 
 TWEETS = "tweet\tlabel\nkai\tpositive\nwai\tnegative\n"
@@ -48,7 +49,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from analysis.table import TaskInfo
+from finetasks_afr.scores.table import TaskInfo
 
 
 def prompt(line, task_name):
@@ -122,9 +123,10 @@ def file_size_limit(limit: int) -> Iterator[None]:
 
 
 def full_disk(monkeypatch: pytest.MonkeyPatch, when: Callable[[Path], bool], number: int = errno.ENOSPC) -> list[Path]:
-    """Writes through `analysis.io.atomic_write` to a path for which `when` holds fail as a full disk does: a few
+    """Writes through `finetasks_afr.base.io.atomic_write` to a path for which `when` holds fail as a full disk does: a
+    few
     bytes reach the temporary file, then an OSError without a file name. Returns the paths refused."""
-    original = analysis.io.atomic_write
+    original = finetasks_afr.base.io.atomic_write
     refused: list[Path] = []
 
     def failing(path: Path, write: Callable[[Path], object]) -> Path:
@@ -138,7 +140,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch, when: Callable[[Path], bool], num
 
         return original(path, half)
 
-    monkeypatch.setattr(analysis.io, "atomic_write", failing)
+    monkeypatch.setattr(finetasks_afr.base.io, "atomic_write", failing)
     return refused
 
 
@@ -223,8 +225,8 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch) -> None:
     """`data mirror` of sib200 against a hub that serves one config of two rows (no network)."""
     import datasets
 
-    import finetasks_afr.mirror as mirror
-    from finetasks_afr.sources import SOURCES
+    import finetasks_afr.data.mirror as mirror
+    from finetasks_afr.data.sources import SOURCES
 
     config = SOURCES["sib200"].config_names[0] if SOURCES["sib200"].config_names else "hau_Latn"
     rows = [{"index_id": 1, "category": "health", "text": "Lafiya"}, {"index_id": 2, "category": "sports", "text": "W"}]
@@ -264,7 +266,7 @@ def test_mirror_past_the_file_size_limit_keeps_the_old_mirror(tmp_path: Path, fa
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two tiny checkpoints of one run, a one-task module over a local dataset, and a finished sweep of them."""
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("disk-world")
     data = root / "data"
@@ -414,7 +416,7 @@ def embedder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    from finetasks_afr.tiny import BOS, EOS, PAD, train_byte_level_bpe
+    from finetasks_afr.demo.tiny import BOS, EOS, PAD, train_byte_level_bpe
 
     out = tmp_path_factory.mktemp("embedder")
     tokenizer = PreTrainedTokenizerFast(

@@ -1,7 +1,7 @@
 """Text files as spreadsheet programs and editors save them: UTF-8 with a byte order mark is read everywhere (score
 tables, task-info CSVs, configs, task lists, raw releases); UTF-16 and UTF-32 are named by their mark with the
 conversion that fixes them (they read as "invalid utf8" or as a header with a mangled column before); suffixes are
-matched in any case; `--workers 0` is refused before any work. One reader decides: `analysis.encoding`.
+matched in any case; `--workers 0` is refused before any work. One reader decides: `finetasks_afr.base.encoding`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.config import ConfigError, load_config
-from analysis.encoding import TextEncodingError, decode_user_text, foreign_encoding
-from analysis.table import SCHEMA, ScoreTableError, read_scores, read_task_info, write_scores
+from finetasks_afr.analysis.config import ConfigError, load_config
+from finetasks_afr.base.encoding import TextEncodingError, decode_user_text, foreign_encoding
 from finetasks_afr.cli import app
-from finetasks_afr.raw import RawFileError, read_text
+from finetasks_afr.data.raw import RawFileError, read_text
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import SCHEMA, ScoreTableError, read_task_info, write_scores
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 
 ROW = {
@@ -130,7 +131,7 @@ def _write(path: Path) -> Path:
 
 def test_longppl_documents_in_latin1_are_named(tmp_path: Path) -> None:
     """Formerly a bare UnicodeDecodeError that named neither the file nor the fix."""
-    from finetasks_afr.longppl import LongPPLInputError, read_documents
+    from finetasks_afr.perplexity.longppl import LongPPLInputError, read_documents
 
     path = tmp_path / "docs.jsonl"
     path.write_bytes(

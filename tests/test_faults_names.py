@@ -20,11 +20,12 @@ import pytest
 from test_sweep import INFO_CSV, lighteval_results, make_checkpoint, write_results
 from typer.testing import CliRunner
 
-from analysis.names import BadNameError, check_name
-from analysis.table import ScoreTableError, read_scores, validate
+from finetasks_afr.base.names import BadNameError, check_name
 from finetasks_afr.cli import app
+from finetasks_afr.scores.discover import Checkpoint, DiscoveryError, discover
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import ScoreTableError, validate
 from finetasks_afr.sweep.collect import CollectError, collect
-from finetasks_afr.sweep.discover import Checkpoint, DiscoveryError, discover
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 from finetasks_afr.sweep.store import PART_MANIFEST, SweepStore
 
@@ -104,7 +105,7 @@ def test_task_list_with_a_control_character_is_refused(tmp_path: Path) -> None:
 
 
 def test_task_info_csv_with_a_control_character_is_refused(tmp_path: Path) -> None:
-    from analysis.table import read_task_info
+    from finetasks_afr.scores.table import read_task_info
 
     path = tmp_path / "info.csv"
     path.write_text(INFO_CSV.replace("toy_cf", "toy\x01cf"), encoding="utf-8")

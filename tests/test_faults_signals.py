@@ -179,7 +179,7 @@ def test_a_second_ctrl_c_during_shutdown_adds_no_traceback(world, tmp_path):
 
 
 def test_ctrl_c_of_select_while_it_draws_figures_says_one_line_and_exits_130(tmp_path):
-    from finetasks_afr.bundled import BUNDLED_SWEEP
+    from finetasks_afr.data.bundled import BUNDLED_SWEEP
 
     out = tmp_path / "selection"
     process = start([cli(), "select", str(BUNDLED_SWEEP), "--out", str(out)])
@@ -202,7 +202,7 @@ def test_ctrl_c_of_select_while_it_draws_figures_says_one_line_and_exits_130(tmp
 SLOW_DESTRUCTOR = textwrap.dedent(
     """
     import time
-    from analysis.processes import run_interruptible
+    from finetasks_afr.base.processes import run_interruptible
 
     class Slow:
         def __del__(self):

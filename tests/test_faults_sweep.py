@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from unprivileged import read_only_folder, run_cli_unprivileged
 
 from finetasks_afr.cli import app
+from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.collect import CollectError, collect
-from finetasks_afr.sweep.discover import discover
 from finetasks_afr.sweep.evaluate import SweepSpec, TaskListError, parse_tasks
 from finetasks_afr.sweep.store import SweepSettingsError, SweepStore
 
@@ -40,7 +40,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from analysis.table import TaskInfo
+from finetasks_afr.scores.table import TaskInfo
 
 
 def prompt(line, task_name):
@@ -74,7 +74,7 @@ def _dataset(directory: Path, split: str) -> Path:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("faults-sweep")
     good = _dataset(root / "mirror" / "good", "test")
@@ -301,7 +301,7 @@ def test_the_sweep_writes_through_analysis_io_only():
     for path in root.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         for private in (r"(?<!atomic_)write_text\(", r"(?<!atomic_)write_bytes\(", r"os\.replace\(", r"mkstemp\("):
-            assert not re.search(private, text), f"{path.name} writes with {private} instead of analysis.io"
+            assert not re.search(private, text), f"{path.name} writes with {private} instead of finetasks_afr.base.io"
 
 
 def test_spec_settings_are_exactly_the_result_changing_fields():

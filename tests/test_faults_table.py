@@ -1,4 +1,5 @@
-"""Fault tests of the score-table loader (`analysis.table.read_scores`, `finetasks-afr select TABLE`), issue 15.
+"""Fault tests of the score-table loader (`finetasks_afr.scores.table.read_scores`, `finetasks-afr select TABLE`),
+issue 15.
 
 Every bad table ends in a named error (exit code 2 from the CLI, no traceback, the message names the file, the
 column or line, the offending rows and the fix) before anything is written; nothing appears outside `--out` and
@@ -16,9 +17,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-import analysis.table as table
-from analysis.table import SCHEMA, ScoreTableError, read_scores, write_scores
+import finetasks_afr.scores.table as table
 from finetasks_afr.cli import app
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import SCHEMA, ScoreTableError, write_scores
 
 BASE: dict[str, Any] = {
     "run": "mixA",
@@ -280,7 +282,7 @@ def test_write_scores_goes_through_the_one_atomic_writer(tmp_path: Path, monkeyp
 def test_recommend_out_is_checked_before_any_model_is_scored(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, needle: str
 ) -> None:
-    from finetasks_afr import recommend as rec
+    from finetasks_afr.perplexity import recommend as rec
 
     def scored(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("models were scored before --out was checked")

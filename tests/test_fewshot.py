@@ -1,4 +1,5 @@
-"""Proof that finetasks_afr.fewshot keeps every document out of its own few-shot examples and draws them per document.
+"""Proof that finetasks_afr.prompts.fewshot keeps every document out of its own few-shot examples and draws them per
+document.
 
 Stock lighteval 0.13 compares the evaluated document with its candidates by `Doc` equality after renaming it
 "name|k", so nothing is ever excluded, and it gives every document one shared list of examples. These tests build
@@ -33,7 +34,7 @@ from toy_tasks import ENV as TOY_ENV  # noqa: E402
 from toy_tasks import ITEMS as TOY_ITEMS  # noqa: E402
 from toy_tasks import write_toy_dataset  # noqa: E402
 
-from finetasks_afr import fewshot  # noqa: E402
+from finetasks_afr.prompts import fewshot  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -90,7 +91,7 @@ def _leave_fewshot_as_found() -> Iterator[None]:
 @pytest.fixture
 def fixed(monkeypatch: pytest.MonkeyPatch) -> None:
     if not STOCK_IS_0_13:
-        pytest.skip("finetasks_afr.fewshot replaces the sampler of lighteval 0.13 only")
+        pytest.skip("finetasks_afr.prompts.fewshot replaces the sampler of lighteval 0.13 only")
     monkeypatch.delenv(fewshot.ENV_SWITCH, raising=False)
     fewshot.restore()
     assert fewshot.apply() == {fewshot.FIX: "applied"}
@@ -278,7 +279,7 @@ def test_stock_shows_documents_themselves(data: dict[str, Path], stock: None) ->
 def test_fixed_never_shows_a_document_itself_and_gives_exactly_k(
     data: dict[str, Path], fixed: None, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="finetasks_afr.fewshot")
+    caplog.set_level(logging.INFO, logger="finetasks_afr.prompts.fewshot")
     docs = toy_docs(data["toy"], 5)
     assert leaking(docs) == 0
     queries = {doc.query for doc in docs}
@@ -293,7 +294,8 @@ def test_fixed_never_shows_a_document_itself_and_gives_exactly_k(
     toy_docs(data["toy"], 5)  # a second build of the same task (a sweep's next checkpoint): counted, not logged
     lines = [record.getMessage() for record in caplog.records if task in record.getMessage()]
     assert lines == [
-        f"finetasks_afr.fewshot {task}: 6 documents got per-document seeded examples; excluded 6 candidates that "
+        f"finetasks_afr.prompts.fewshot {task}: 6 documents got per-document seeded examples; "
+        "excluded 6 candidates that "
         "were the document itself and 0 near-copies (other rows with its text up to case, punctuation, symbols and "
         "spacing, answers aside)"
     ]
@@ -454,8 +456,8 @@ def test_lighteval_cli_prompts_never_show_the_document_itself(data: dict[str, Pa
     import pyarrow.parquet as pq
     from transformers import AutoTokenizer
 
-    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
+    from finetasks_afr.scoring.lighteval_runtime import ensure_tiny_benchmarks_file
 
     corpus = [f"{query} {choices[gold]}." for query, choices, gold in TOY_ITEMS] * 20
     model = make_tiny_causal_lm(tmp_path / "model", corpus, vocab_size=300, hidden_size=32, seed=0)
@@ -482,8 +484,8 @@ def test_lighteval_cli_prompts_never_show_the_document_itself(data: dict[str, Pa
     for variant, run in runs.items():
         assert run.returncode == 0, logs[variant][-4000:]
     assert "fewshot_sampler" not in logs["stock"] and "few-shot sampler left as is" in logs["stock"]
-    assert "finetasks_afr.fewshot applied" in logs["fixed"]
-    assert f"finetasks_afr.fewshot {CLI_TASK}: 6 documents" in logs["fixed"]
+    assert "finetasks_afr.prompts.fewshot applied" in logs["fixed"]
+    assert f"finetasks_afr.prompts.fewshot {CLI_TASK}: 6 documents" in logs["fixed"]
 
     tokenizer = AutoTokenizer.from_pretrained(model)
     leaked = {}

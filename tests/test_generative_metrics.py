@@ -93,7 +93,7 @@ def test_languages_without_a_lighteval_member_fall_back_to_english_rules() -> No
     from lighteval.utils.language import Language
 
     from finetasks_afr.benchmarks.common import content_language
-    from finetasks_afr.languages import language
+    from finetasks_afr.prompts.languages import language
 
     assert content_language(language("pcm")) == Language.ENGLISH  # Nigerian Pidgin
     assert content_language(language("vai")) == Language.ENGLISH

@@ -10,9 +10,10 @@ text:
 * MCF (letters as choices): the text printed after the gold letter in the query's option lines;
 * generative (AfriMGSM, AfriQA): the Doc's golds are exactly the decoded answers;
 * AfriXNLI: the relation's word in the prompt language (yes/also/no in CF, true/neither/false otherwise);
-* Winogrande CF (partial scoring, finetasks_afr/partial_scoring.py): the gold context is the sentence up to
+* Winogrande CF (partial scoring, finetasks_afr/scoring/partial_scoring.py): the gold context is the sentence up to
   the blank with the gold option filled in;
-* reference tasks (translation, summarisation, diacritic restoration; finetasks_afr/translation.py): the Doc's one
+* reference tasks (translation, summarisation, diacritic restoration; finetasks_afr/benchmarks/translation.py): the
+Doc's one
   gold is the reference. These are keyed by BENCHMARK, not dataset (`Task.key`): the FLORES translation tasks
   read the sib200 dataset that the topic tasks read too, and each direction has its own reference field.
 
@@ -24,7 +25,8 @@ punctuation are ignored. `test_the_checker_catches_*` prove the check can fail.
 Rows: the hand-made hub rows of tests/test_tasks.py (with their known answers), more hand-made rows in the
 published schemas here, and the hand-written rows of tests/fixtures/hub_rows (the task's config, evaluation split);
 and, when ../shared/data is present, every test row of every config the raw mirror holds (built once per session
-with `finetasks_afr.mirror.import_raw`, tests/raw_mirror.py, read as JSONL, not through `datasets`), the raw releases
+with `finetasks_afr.data.mirror.import_raw`, tests/raw_mirror.py, read as JSONL, not through `datasets`), the raw
+releases
 of NollySenti, MAFAND-MT and NTREX-128 included. The FLORES tasks look the English
 sentence up in SIB-200's `eng_Latn` config when a row is turned into a Doc, so they are rebuilt against a mirror
 holding it: a tiny one written here for the hand-made rows, the raw mirror for the real ones; the decoder reads
@@ -683,7 +685,7 @@ def nli_words(task: Task) -> dict[str, str]:
     from lighteval.tasks.templates.utils.translation_literals import TRANSLATION_LITERALS
     from lighteval.utils.language import Language
 
-    from finetasks_afr.literals import prompt_language
+    from finetasks_afr.prompts.literals import prompt_language
 
     language = Language.ENGLISH if task.prompt == "en" else prompt_language(task.iso3, "native")
     words = TRANSLATION_LITERALS[language]
@@ -803,8 +805,8 @@ def with_flores_from(tasks: list[Task], root: Path) -> list[Task]:
 def write_flores_mirror(root: Path, configs: set[str]) -> None:
     """A sib200 mirror of the hand-made rows: SIB200_ROWS in every language config, FLORES_ENGLISH in eng_Latn,
     written with the project's dataset writer and its mirror-layout line (as tests/hub_rows.py does)."""
-    from finetasks_afr.local_dataset import write_dataset_folder
-    from finetasks_afr.sources import LAYOUT_MARKER, SOURCES
+    from finetasks_afr.data.local_dataset import write_dataset_folder
+    from finetasks_afr.data.sources import LAYOUT_MARKER, SOURCES
 
     english = [{"index_id": i, "category": "geography", "text": text} for i, text in FLORES_ENGLISH_HAND.items()]
     data = {config: {"train": SIB200_ROWS, "test": SIB200_ROWS} for config in sorted(configs)}

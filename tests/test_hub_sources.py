@@ -37,7 +37,7 @@ def hub_tasks(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
 def test_every_task_reads_splits_its_source_has(hub_tasks: list[Any]) -> None:
     """Evaluation and few-shot splits are among the task's available splits, which its dataset source has."""
     from finetasks_afr.benchmarks.common import TASK_INFO
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     for config in hub_tasks:
         src = SOURCES[TASK_INFO[config.name].dataset]
@@ -50,7 +50,7 @@ def test_every_task_reads_splits_its_source_has(hub_tasks: list[Any]) -> None:
 
 def test_every_task_config_is_a_config_its_source_declares(hub_tasks: list[Any]) -> None:
     from finetasks_afr.benchmarks.common import TASK_INFO
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     for config in hub_tasks:
         src = SOURCES[TASK_INFO[config.name].dataset]
@@ -74,7 +74,7 @@ def _cards() -> dict[str, Any]:
 
 def test_bridging_the_gap_has_the_44_published_configs_and_the_tasks_use_them(hub_tasks: list[Any]) -> None:
     from finetasks_afr.benchmarks import bridging
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     card = _cards()[bridging.HUB_REPO]
     assert card["cited"], "cite the card"
@@ -196,7 +196,7 @@ def test_every_task_names_a_published_repository_config_and_splits(hub_tasks: li
     """Every task's repository has a card fixture; its config is published there, and the splits it reads (test and
     few-shot) are among the published ones; a revision the card pins is the one the source pins."""
     from finetasks_afr.benchmarks.common import TASK_INFO
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     cards = _cards()
     for config in hub_tasks:

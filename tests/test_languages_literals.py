@@ -17,8 +17,8 @@ from lighteval.tasks.templates.utils.formulation import CFFormulation, HybridFor
 from lighteval.tasks.templates.utils.translation_literals import TRANSLATION_LITERALS, TranslationLiterals
 from lighteval.utils.language import Language
 
-from finetasks_afr import literals as lit
-from finetasks_afr.languages import (
+from finetasks_afr.prompts import literals as lit
+from finetasks_afr.prompts.languages import (
     DATASET_CODES,
     DATASET_NOTES,
     EXCLUDED_CONFIGS,
@@ -27,7 +27,7 @@ from finetasks_afr.languages import (
     dataset_keys,
     language,
 )
-from finetasks_afr.literals import (
+from finetasks_afr.prompts.literals import (
     LITERALS,
     NO_LITERALS_REASON,
     REQUIRED_FIELDS,
@@ -36,7 +36,7 @@ from finetasks_afr.literals import (
     prompt_language,
     register_literals,
 )
-from finetasks_afr.prompt_words import HUMAN_WORDS, REJECTED
+from finetasks_afr.prompts.prompt_words import HUMAN_WORDS, REJECTED
 
 EXPECTED_COUNTS = {  # in benchmark-module order (modules are discovered in name order)
     "afridiacritics": 5,

@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.shared_data]
 
 @pytest.fixture(scope="module")
 def setup(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
-    from finetasks_afr.mirror import import_raw
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.data.mirror import import_raw
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
+    from finetasks_afr.scoring.lighteval_runtime import ensure_tiny_benchmarks_file
 
     root = tmp_path_factory.mktemp("e2e")
     mirror = root / "mirror"
@@ -73,7 +73,8 @@ def test_lighteval_accelerate_cli_reports_every_metric(setup: tuple[Path, Path],
             value = results[key][metric]
             assert 0.0 <= value <= 1.0, (task, metric, value)
             assert f"{metric}_stderr" in results[key]
-    # acc_norm_pmi exists at all only because finetasks_afr.compat is applied in the plain CLI (stock 0.13 raises)
+    # acc_norm_pmi exists at all only because finetasks_afr.scoring.compat is applied in the plain CLI (stock 0.13
+    # raises)
 
 
 def test_no_task_name_collides_with_lighteval_builtins(setup):

@@ -19,9 +19,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.lm_eval import FILTER_PREFERENCE, LmEvalError, afrobench_task_info, read_lm_eval_04
-from analysis.table import LoadReport, ScoreTableError, TaskInfo, read_scores
 from finetasks_afr.cli import app
+from finetasks_afr.scores.lm_eval import FILTER_PREFERENCE, LmEvalError, afrobench_task_info, read_lm_eval_04
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import LoadReport, ScoreTableError, TaskInfo
 from finetasks_afr.sweep.collect import CollectError, collect
 
 FIXTURES = Path(__file__).parent / "fixtures" / "lm_eval_04"

@@ -1,4 +1,4 @@
-"""The one local-dataset writer (`finetasks_afr.local_dataset.write_dataset_folder`).
+"""The one local-dataset writer (`finetasks_afr.data.local_dataset.write_dataset_folder`).
 
 What it must guarantee: `datasets.load_dataset(<folder>, name=<config>)` offline returns the rows written last, also
 through a warm cache (the cache is keyed by folder name, config and README YAML, not by content); every file is
@@ -13,7 +13,7 @@ import datasets
 import pytest
 import yaml
 
-from finetasks_afr.local_dataset import LocalDatasetError, write_dataset_folder
+from finetasks_afr.data.local_dataset import LocalDatasetError, write_dataset_folder
 
 datasets.disable_progress_bars()
 

@@ -1,4 +1,4 @@
-"""Cross-lingual LongPPL preparation, file schema, task table and metrics (finetasks_afr.longppl,
+"""Cross-lingual LongPPL preparation, file schema, task table and metrics (finetasks_afr.perplexity.longppl,
 finetasks_afr.benchmarks.longppl, finetasks_afr.cli.longppl).
 
 Teacher perplexities are checked against a plain forward pass per paragraph written here (torch log_softmax);
@@ -23,8 +23,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from finetasks_afr import longppl  # noqa: E402
-from finetasks_afr.longppl import (  # noqa: E402
+from finetasks_afr.perplexity import longppl  # noqa: E402
+from finetasks_afr.perplexity.longppl import (  # noqa: E402
     SEPARATOR,
     LongPPLFileError,
     LongPPLInputError,
@@ -36,10 +36,10 @@ from finetasks_afr.longppl import (  # noqa: E402
     select_key,
     split_paragraphs,
 )
-from finetasks_afr.scoring import weights_dtype  # noqa: E402
+from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
 
 if TYPE_CHECKING:
-    from analysis.table import TaskInfo
+    from finetasks_afr.scores.table import TaskInfo
 
 CORPUS = [f"Paragraph {i} tells of the river, the market and the town number {i}." for i in range(40)]
 
@@ -49,7 +49,7 @@ CORPUS = [f"Paragraph {i} tells of the river, the market and the town number {i}
 
 @pytest.fixture(scope="module")
 def teacher_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     return make_tiny_causal_lm(tmp_path_factory.mktemp("teacher"), CORPUS, vocab_size=320, seed=3)
 
@@ -59,7 +59,7 @@ def embedder_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random BertModel with a byte-level BPE tokenizer: useless as an encoder, fine for identical texts."""
     from transformers import BertConfig, BertModel, PreTrainedTokenizerFast
 
-    from finetasks_afr.tiny import BOS, EOS, PAD, train_byte_level_bpe
+    from finetasks_afr.demo.tiny import BOS, EOS, PAD, train_byte_level_bpe
 
     out = tmp_path_factory.mktemp("embedder")
     tokenizer = PreTrainedTokenizerFast(
@@ -529,7 +529,7 @@ def test_preparator_counts_the_continuation_tokens():
 
 
 def test_analysis_treats_longppl_as_lower_is_better():
-    from analysis.metrics import metric_info
+    from finetasks_afr.scores.metrics import metric_info
 
     for name in ("longppl", "log2_longppl"):
         info = metric_info(name)

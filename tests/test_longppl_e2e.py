@@ -17,9 +17,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from finetasks_afr import compat, longppl  # noqa: E402
-from finetasks_afr.longppl import ParallelDocument  # noqa: E402
-from finetasks_afr.scoring import weights_dtype  # noqa: E402
+from finetasks_afr.perplexity import longppl  # noqa: E402
+from finetasks_afr.perplexity.longppl import ParallelDocument  # noqa: E402
+from finetasks_afr.scoring import compat  # noqa: E402
+from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -46,7 +47,7 @@ class IdentityEmbedder:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, dict]:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("longppl_e2e")
     model = make_tiny_causal_lm(root / "model", CORPUS, vocab_size=320, seed=11)
@@ -62,7 +63,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path, d
     assert [document["id"] for document in payload["documents"]] == ["d0", "d1", "d2"]
     module = root / "longppl_tasks.py"
     module.write_text(
-        "from finetasks_afr import compat\n"
+        "from finetasks_afr.scoring import compat\n"
         "from finetasks_afr.benchmarks.longppl import tasks\n\n"
         "compat.apply()\n"
         "TASKS_TABLE = tasks()\n",
@@ -101,7 +102,7 @@ def test_pipeline_longppl_equals_direct_recomputation(
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
     from finetasks_afr.benchmarks.common import TASK_INFO
-    from finetasks_afr.lighteval_runtime import custom_tasks_only
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only
 
     model, module, out, payload = setup
     compat.apply()  # as the tasks module does, but before the spy below hides lighteval's scorer from its probes

@@ -17,7 +17,7 @@ NOTEBOOK = ROOT / "notebooks" / "training_curves.ipynb"
 SIMULATED = ROOT / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 BUNDLED = ROOT / "finetasks_afr" / "data" / "demo_sweep.parquet"
 PROBE = """import sys, json
-from analysis import explore
+from finetasks_afr.analysis import explore
 print(json.dumps({"prefix": sys.prefix, "live": explore.is_live_frontend()}))"""
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import finetasks_afr.tasks as suite
-from finetasks_afr import compat
 from finetasks_afr.benchmarks.bridging import SUBJECTS, SUFFIX
+from finetasks_afr.scoring import compat
 
 ISO3 = {code: iso3 for iso3, code in SUFFIX.items()}
 FILE = re.compile(rf"^(?P<subject>{'|'.join(SUBJECTS)})_test(?:_(?P<code>[a-z]+))?\.csv$")

@@ -13,11 +13,11 @@ import pytest
 from scipy.stats import kendalltau
 from typed_values import number
 
-from analysis.config import Config, load_config
-from analysis.metrics import metric_info
-from analysis.table import KEY, SCHEMA
 from bench.pandas_reference import OUTPUT_COLUMNS, compute_signal_reference
 from bench.synthetic import LANGUAGES, make_small_random_table, make_synthetic_table
+from finetasks_afr.analysis.config import Config, load_config
+from finetasks_afr.scores.metrics import metric_info
+from finetasks_afr.scores.table import KEY, SCHEMA
 
 CONFIG = load_config()
 

@@ -3,7 +3,7 @@
 Hand-made rows (qID, Sentence with one "_", Option1, Option2, Answer; stored under the hub's English columns),
 a blank-first sentence and an attached prefix ("u_") among them, go through lighteval's real machinery: the suite's
 own task config (`bridging.winogrande_tasks`, pointed at a local dataset), `Pipeline` with the Python API, a
-`TransformersModel` over a tiny Llama (finetasks_afr.tiny), 1-shot from the dev split. An independent reference
+`TransformersModel` over a tiny Llama (finetasks_afr.demo.tiny), 1-shot from the dev split. An independent reference
 builds each context from the raw row, renders the 1-shot prompt as the complete correct dev sentence, and scores
 the rest of the sentence with a plain forward pass. After `partial_scoring.apply()` lighteval must report the
 same per-choice log-probabilities (1e-5), token counts and acc / acc_norm / acc_norm_token. Without it the two
@@ -29,10 +29,10 @@ import torch  # noqa: E402
 from local_dataset import write_local_dataset  # noqa: E402
 
 from bench.probe_tasks import tasks_module  # noqa: E402
-from finetasks_afr import compat, partial_scoring  # noqa: E402
-from finetasks_afr.lighteval_runtime import custom_tasks_only  # noqa: E402
-from finetasks_afr.scoring import weights_dtype  # noqa: E402
-from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.demo.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.scoring import compat, partial_scoring  # noqa: E402
+from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
+from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only  # noqa: E402
 
 if TYPE_CHECKING:
     from lighteval.logging.info_loggers import DetailsLogger
@@ -163,8 +163,8 @@ def hub_row(row: dict) -> dict:
 def suite_configs():
     """The suite's own Winogrande configs for English (CF = partial scoring, MCF unchanged)."""
     from finetasks_afr.benchmarks import bridging
-    from finetasks_afr.languages import language
-    from finetasks_afr.literals import register_literals
+    from finetasks_afr.prompts.languages import language
+    from finetasks_afr.prompts.literals import register_literals
 
     register_literals()
     return {config.name: config for config in bridging.winogrande_tasks([language("eng")])}

@@ -3,7 +3,7 @@
 - The prompt functions on hand-made and real rows (SIB-200 test sentences, the 12 Belebele files of Bridging the
   Gap), the passage deduplication against an independent (pandas) implementation, and the docs lighteval itself
   loads from a local mirror.
-- `finetasks_afr.compat` fix 3: a REAL offline lighteval Pipeline (custom task module, local dataset directory
+- `finetasks_afr.scoring.compat` fix 3: a REAL offline lighteval Pipeline (custom task module, local dataset directory
   with a README, tiny Llama saved to disk, max_length smaller than the longest text) must report exactly the
   word_perplexity / byte_perplexity / bits_per_byte computed by hand from log_softmax over direct forward passes;
   with `compat.restore()` the stock lighteval crashes or scores with the logits of the wrong position.
@@ -33,18 +33,18 @@ import polars as pl  # noqa: E402
 import pytest  # noqa: E402
 from local_dataset import write_local_dataset  # noqa: E402
 
-from finetasks_afr import compat  # noqa: E402
 from finetasks_afr.benchmarks import perplexity  # noqa: E402
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, clean  # noqa: E402
-from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in  # noqa: E402
-from finetasks_afr.scoring import (  # noqa: E402
+from finetasks_afr.demo.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.scoring import compat  # noqa: E402
+from finetasks_afr.scoring.core import (  # noqa: E402
     prefix_token_id,
     rolling_windows,
     text_rows,
     weights_dtype,
     window_stride,
 )
-from finetasks_afr.tiny import make_tiny_causal_lm  # noqa: E402
+from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only, prediction_cache_in  # noqa: E402
 
 if TYPE_CHECKING:
     import torch
@@ -160,7 +160,7 @@ def test_first_row_per_passage_needs_the_row_order():
 
 
 def test_task_table_names_metadata_and_languages():
-    from finetasks_afr.languages import covered_by
+    from finetasks_afr.prompts.languages import covered_by
 
     configs = perplexity.tasks()
     names = [config.name for config in configs]
@@ -239,7 +239,7 @@ def test_flores_prompt_on_real_sib200_rows(shared_data: Path) -> None:
 
 @pytest.fixture(scope="module")
 def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("ppl_mirror")
     import_raw(shared_data, out, datasets=["sib200", "belebele"], configs=["yor_Latn", "zul_Latn"])
@@ -603,9 +603,9 @@ def _row(
 
 @pytest.fixture(scope="module")
 def ppl_selection():
-    from analysis.config import load_config
-    from analysis.pipeline import analyse
-    from analysis.table import validate
+    from finetasks_afr.analysis.config import load_config
+    from finetasks_afr.analysis.pipeline import analyse
+    from finetasks_afr.scores.table import validate
 
     config = load_config()
     table, report = validate(_ppl_table(), source="ppl probe")
@@ -640,7 +640,7 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
     """Both suite files list it under its category, and lighteval's own registry reads the file back."""
     from lighteval.tasks.registry import Registry
 
-    from analysis.select import write_selection
+    from finetasks_afr.analysis.select import write_selection
 
     write_selection(ppl_selection[3].selection, tmp_path)
     suites = {suite: tmp_path / "suites" / suite / "yor.txt" for suite in ("cf", "mcf")}
@@ -658,7 +658,7 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
 
 
 def test_table_allows_no_baseline_only_for_lower_is_better_metrics(tmp_path):
-    from analysis.table import ScoreTableError, read_task_info, validate
+    from finetasks_afr.scores.table import ScoreTableError, read_task_info, validate
 
     base = _row("r", 1, 100, "flores_ppl_yor", "PPL", "GEN", "bits_per_byte", 2.5, None)
     table, _ = validate(pl.DataFrame([base]), source="t")
@@ -750,7 +750,8 @@ def test_rolling_keeps_lighteval_s_prediction_cache(_leave_compat_as_found, tiny
 def test_the_same_text_gets_the_same_bits_per_byte_everywhere(fixed_run, tiny_model):
     """flores_ppl-style task (lighteval pipeline), `recommend`'s causal scorer and the scoring core agree per text,
     long texts (several windows) included: one core, one windowing rule."""
-    from finetasks_afr import recommend, scoring
+    from finetasks_afr.perplexity import recommend
+    from finetasks_afr.scoring import core as scoring
 
     _, pipeline, _ = fixed_run
     details = {detail.doc.query: detail.model_response for detail in pipeline.get_details()[f"{PROBE_TASK}|0"]}
@@ -773,7 +774,7 @@ def test_apply_under_a_spy_keeps_lighteval_s_original(_leave_compat_as_found, mo
     probes must still read lighteval's source (found by the full suite: the original was recorded as the spy)."""
     from lighteval.models.transformers.transformers_model import TransformersModel
 
-    from finetasks_afr import partial_scoring
+    from finetasks_afr.scoring import partial_scoring
 
     compat.restore()
     lighteval_s = TransformersModel.__dict__["_loglikelihood_tokens"]

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis.processes import POLL_SECONDS
+from finetasks_afr.base.processes import POLL_SECONDS
 
 PARENT = textwrap.dedent(
     """
     import os, sys, time
     from concurrent.futures import ProcessPoolExecutor
-    from analysis.processes import die_with_parent
+    from finetasks_afr.base.processes import die_with_parent
 
     def work(path):
         with open(path, "w") as handle:

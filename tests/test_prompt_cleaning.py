@@ -1,7 +1,8 @@
 """Invisible characters and near-copies on real rows (issue 26, items 2 and 3).
 
-`finetasks_afr.text.clean` removes every format (Cf) and private-use (Co) character, keeping ZWJ/ZWNJ only inside
-words of the scripts that use them; `finetasks_afr.fewshot.text_key` calls two documents near-copies when their
+`finetasks_afr.prompts.text.clean` removes every format (Cf) and private-use (Co) character, keeping ZWJ/ZWNJ only
+inside
+words of the scripts that use them; `finetasks_afr.prompts.fewshot.text_key` calls two documents near-copies when their
 text without the answer is equal up to case, Unicode form, whitespace, punctuation, quotes and emoji.
 
 What the real data holds (every text file of ../shared/data but the Pythia scores: `CENSUS`, per character and the
@@ -25,8 +26,8 @@ from typing import Any
 import pytest
 import regex
 
-from finetasks_afr import fewshot
-from finetasks_afr.text import INVISIBLE, clean
+from finetasks_afr.prompts import fewshot
+from finetasks_afr.prompts.text import INVISIBLE, clean
 
 ZWJ, ZWNJ = "\u200d", "\u200c"
 CF_OR_CO = regex.compile(r"[\p{Cf}\p{Co}]")
@@ -223,7 +224,7 @@ def test_near_copies_on_real_rows_are_never_examples(
     ever draw) leaves it out and counts it as a duplicate."""
     task = lighteval_task(mirror, task_name)
     if not fewshot.applied():
-        pytest.skip("finetasks_afr.fewshot replaces the sampler of lighteval 0.13 only")
+        pytest.skip("finetasks_afr.prompts.fewshot replaces the sampler of lighteval 0.13 only")
     doc = next(d for d in task.eval_docs() if d.id == doc_id)
     pool = task.fewshot_docs()
     copy = next(d for d in pool if d.id == copy_id)

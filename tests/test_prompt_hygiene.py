@@ -41,7 +41,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 DOCS_PER_TASK = 6
 FEWSHOT = 5
 # Invisible: every format (Cf) and private-use (Co) character and the variation selectors, by category (written
-# here independently of finetasks_afr.text), but for ZWJ/ZWNJ between two letters or marks of a script that joins
+# here independently of finetasks_afr.prompts.text), but for ZWJ/ZWNJ between two letters or marks of a script that
+# joins
 # (of those, the data holds Arabic and Sinhala)
 INVISIBLE = regex.compile(r"[\p{Cf}\p{Co}\uFE00-\uFE0F\U000E0100-\U000E01EF]")
 JOINING = regex.compile(r"[\p{scx=Arabic}\p{scx=Sinhala}\p{scx=Syriac}\p{scx=Devanagari}\p{scx=Nko}\p{scx=Adlam}]")
@@ -317,11 +318,11 @@ def test_the_near_copies_are_never_examples(real_mirror: Path, name: str, doc_id
     """The evaluated document's near-copy (same passage and question or tweet, up to quotes, emoji, punctuation
     and the answer) is in its few-shot pool, and lighteval's sampler, asked for the whole pool, never returns it:
     no variance seed can show it."""
-    from finetasks_afr import fewshot
+    from finetasks_afr.prompts import fewshot
 
     task = _named_task(real_mirror, name)
     if not fewshot.applied():
-        pytest.skip("finetasks_afr.fewshot replaces the sampler of lighteval 0.13 only")
+        pytest.skip("finetasks_afr.prompts.fewshot replaces the sampler of lighteval 0.13 only")
     doc = next(d for d in task.eval_docs() if d.id == doc_id)
     pool = task.fewshot_docs()
     copy = next(d for d in pool if d.id == copy_id)
@@ -504,7 +505,7 @@ def digest_of_prompts(mirror: str) -> dict[str, str]:
 
 
 def test_prompts_are_byte_identical_across_hash_seeds(shared_data: Path, tmp_path: Path) -> None:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     mirror = tmp_path / "mirror"
     import_raw(shared_data, mirror, datasets=["sib200", "winogrande_afr", "masakhanews", "afrisenti"],

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from finetasks_afr import prompt_words
-from finetasks_afr.literals import LITERALS, WORD_FIELDS, prompt_word_counts
+from finetasks_afr.prompts import prompt_words
+from finetasks_afr.prompts.literals import LITERALS, WORD_FIELDS, prompt_word_counts
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -172,7 +172,7 @@ class ReplicaHub:
 def replica(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ReplicaHub]:
     """The replica hub in place of huggingface.co for one test: online mode on, every cache under tmp_path, no
     mirror configured (tasks name the hub, as on a machine with hub access)."""
-    from finetasks_afr.sources import DATA_DIR_ENV
+    from finetasks_afr.data.sources import DATA_DIR_ENV
 
     hub = ReplicaHub()
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
@@ -356,7 +356,7 @@ ROWS_PER_SPLIT = 40
 @pytest.fixture(scope="module")
 def raw_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The chosen config of every raw-backed family, imported from ../shared/data (real rows, hub schema)."""
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("raw-mirror")
     import_raw(shared_data, out, datasets=list(RAW_KEYS), configs=[PUBLISHED[key].config for key in RAW_KEYS])
@@ -396,7 +396,7 @@ def family_rows(key: str, request: pytest.FixtureRequest) -> dict[str, Rows]:
 
 def publish(hub: ReplicaHub, key: str, rows: dict[str, Rows], root: Path) -> Path:
     """Build the replica of source `key` (its declared form) holding `rows` for the config the test reads."""
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     src, published = SOURCES[key], PUBLISHED[key]
     config = published.config
@@ -435,7 +435,7 @@ def publish(hub: ReplicaHub, key: str, rows: dict[str, Rows], root: Path) -> Pat
 
 @pytest.fixture(scope="module")
 def literals() -> None:
-    from finetasks_afr.literals import register_literals
+    from finetasks_afr.prompts.literals import register_literals
 
     register_literals()
 
@@ -483,7 +483,7 @@ def load_documents(config: Any) -> tuple[list[Any], Any]:
 
 def test_every_source_has_a_replica_of_its_declared_form() -> None:
     """A source added without a replica here, or declared in another form than its replica, fails."""
-    from finetasks_afr.sources import PARQUET_BRANCH_REVISION, SOURCES
+    from finetasks_afr.data.sources import PARQUET_BRANCH_REVISION, SOURCES
 
     assert set(PUBLISHED) == set(SOURCES)
     for key, published in PUBLISHED.items():
@@ -508,7 +508,7 @@ def test_every_source_has_a_replica_of_its_declared_form() -> None:
 def test_family_loads_real_documents_from_a_replica_of_its_published_layout(
     key: str, replica: ReplicaHub, tmp_path: Path, request: pytest.FixtureRequest, literals: None
 ) -> None:
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     published, src = PUBLISHED[key], SOURCES[key]
     rows = family_rows(key, request)
@@ -534,7 +534,7 @@ def test_a_parquet_branch_is_one_default_config_to_datasets_so_tasks_read_a_conf
 ) -> None:
     """Why parquet-branch sources are read with data_dir: by config name datasets 5 finds only `default`."""
     from finetasks_afr.benchmarks import xlsum
-    from finetasks_afr.sources import load_arguments, load_dataset
+    from finetasks_afr.data.sources import load_arguments, load_dataset
 
     # the repository at its pin is a loading script, which datasets refuses (asked first: once anything of the
     # repository is in datasets' cache, the refusal is replaced by a fall-back to that cache)
@@ -560,8 +560,8 @@ def test_a_parquet_branch_is_one_default_config_to_datasets_so_tasks_read_a_conf
 def test_data_mirror_reads_a_parquet_branch_config_by_config_and_tasks_then_read_the_mirror(
     replica: ReplicaHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, literals: None
 ) -> None:
-    import finetasks_afr.mirror as mirror_mod
-    from finetasks_afr.sources import DATA_DIR_ENV, mirror_configs
+    import finetasks_afr.data.mirror as mirror_mod
+    from finetasks_afr.data.sources import DATA_DIR_ENV, mirror_configs
 
     rows = hub_rows("mafand")["configs"]
     parquet_branch(tmp_path / "branch", rows)
@@ -591,7 +591,7 @@ def test_a_script_only_repository_is_refused_by_name_before_any_hub_request(
     from lighteval.tasks.lighteval_task import LightevalTask
 
     from finetasks_afr.benchmarks import nollysenti
-    from finetasks_afr.sources import ScriptOnlyDatasetError
+    from finetasks_afr.data.sources import ScriptOnlyDatasetError
 
     (src,) = nollysenti.SOURCES
     publish(replica, "nollysenti", {}, tmp_path / "published")
@@ -616,7 +616,7 @@ def test_a_script_only_repository_is_refused_by_name_before_any_hub_request(
 def test_a_script_only_source_loads_from_its_mirror(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, literals: None
 ) -> None:
-    from finetasks_afr.sources import DATA_DIR_ENV
+    from finetasks_afr.data.sources import DATA_DIR_ENV
 
     write_hub_row_mirror(tmp_path / "mirror", ["nollysenti"])
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "mirror"))
@@ -631,7 +631,7 @@ def test_data_mirror_refuses_a_script_only_source_by_name_without_the_hub(
 ) -> None:
     from typer.testing import CliRunner
 
-    import finetasks_afr.mirror as mirror_mod
+    import finetasks_afr.data.mirror as mirror_mod
     from finetasks_afr.cli.data import data_app
 
     def unreachable() -> None:
@@ -739,7 +739,7 @@ def test_a_sweep_without_a_mirror_names_the_script_only_tasks_before_any_model_l
     """The sweep checks every task's data before it loads a checkpoint: a NollySenti task without a mirror is
     reported with the refusal's message (the rest of the checkpoint's tasks are evaluated), not a datasets
     traceback mid-sweep."""
-    from finetasks_afr.sources import DATA_DIR_ENV
+    from finetasks_afr.data.sources import DATA_DIR_ENV
     from finetasks_afr.sweep.evaluate import Evaluator, SweepSpec
 
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)

@@ -1,4 +1,5 @@
-"""Rank-biased overlap and Kendall's tau (finetasks_afr.rank_agreement): hand-computed cases, the `rbo` package
+"""Rank-biased overlap and Kendall's tau (finetasks_afr.perplexity.rank_agreement): hand-computed cases, the `rbo`
+package
 as an independent implementation, and the properties RBO must have."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from finetasks_afr.rank_agreement import (
+from finetasks_afr.perplexity.rank_agreement import (
     ReferenceFileError,
     agreement,
     kendall_tau,

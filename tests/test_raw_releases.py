@@ -35,7 +35,7 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
 import pytest  # noqa: E402
 from raw_mirror import EMPTY_RELEASE_ROWS, mirror_files, raw_mirror, read_jsonl  # noqa: E402
 
-from finetasks_afr.mirror import MirrorReport, import_raw  # noqa: E402
+from finetasks_afr.data.mirror import MirrorReport, import_raw  # noqa: E402
 
 NOLLYSENTI_ROWS = {  # config -> split -> (rows, skipped), counted in the raw files
     "en": {"train": (1302, 0), "validation": (100, 0), "test": (500, 0)},
@@ -455,7 +455,7 @@ def test_bad_rows_are_skipped_and_counted(tmp_path: Path) -> None:
 def test_bad_files_are_named_errors_and_nothing_is_written(
     tmp_path: Path, path: str, text: str | bytes | None, message: str
 ) -> None:
-    from finetasks_afr.raw import RawFileError
+    from finetasks_afr.data.raw import RawFileError
 
     src = tmp_path / "raw"
     _write(src / "nollysenti/yo/test.tsv", "yo_review\tsentiment\nO dara\tpositive\n")

@@ -1,4 +1,5 @@
-"""Model recommendation by (pseudo-)perplexity (finetasks_afr.recommend and its CLI), on tiny models built here.
+"""Model recommendation by (pseudo-)perplexity (finetasks_afr.perplexity.recommend and its CLI), on tiny models built
+here.
 
 Proofs against independent computations: causal perplexity and bits per byte from a plain forward pass with a
 hand-written log-softmax; the sliding window token by token; KPPPL at fraction 1 against a one-mask-per-forward
@@ -22,9 +23,9 @@ import typer
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from typer.testing import CliRunner
 
-from finetasks_afr import recommend as rec
 from finetasks_afr.cli.recommend import recommend_command
-from finetasks_afr.tiny import make_tiny_causal_lm, make_tiny_masked_lm
+from finetasks_afr.demo.tiny import make_tiny_causal_lm, make_tiny_masked_lm
+from finetasks_afr.perplexity import recommend as rec
 
 CORPUS = [
     "the river runs past the market and the school",
@@ -313,8 +314,8 @@ def test_text_inputs(tmp_path: Path) -> None:
 
 @pytest.mark.shared_data
 def test_dataset_texts_from_a_mirror(shared_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from finetasks_afr.mirror import import_raw
-    from finetasks_afr.sources import DATA_DIR_ENV
+    from finetasks_afr.data.mirror import import_raw
+    from finetasks_afr.data.sources import DATA_DIR_ENV
 
     import_raw(shared_data, tmp_path / "mirror", datasets=["sib200", "belebele"], configs=["hau_Latn", "zul_Latn"])
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "mirror"))

@@ -23,10 +23,10 @@ import typer
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
-from analysis.config import Config, load_config
-from analysis.explore import BUNDLED_SWEEP
-from analysis.pipeline import Analysis, analyse
-from analysis.report import (
+from finetasks_afr.analysis.config import Config, load_config
+from finetasks_afr.analysis.explore import BUNDLED_SWEEP
+from finetasks_afr.analysis.pipeline import Analysis, analyse
+from finetasks_afr.analysis.report import (
     CONSISTENCY_HEADER,
     HTML_TITLE,
     consistency_cells,
@@ -36,9 +36,10 @@ from analysis.report import (
     render_report,
     write_html_report,
 )
-from analysis.table import LoadReport, read_scores
-from finetasks_afr.bundled import BUNDLED_CONFIG
 from finetasks_afr.cli.report import report_command
+from finetasks_afr.data.bundled import BUNDLED_CONFIG
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import LoadReport
 
 SIMULATED = Path(__file__).resolve().parent.parent / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 CI_CELL = re.compile(r"^-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]$")  # "0.97 [0.90, 1.00]"

@@ -1,4 +1,4 @@
-"""The one scoring core (`finetasks_afr.scoring`) against direct forward passes, on a random float32 Llama.
+"""The one scoring core (`finetasks_afr.scoring.core`) against direct forward passes, on a random float32 Llama.
 
 Every log-probability is recomputed with one plain forward pass per (context, continuation) or per token, no
 batching, no cache, no padding: the core's batching, right padding, shared prefixes (cached keys/values, explicit
@@ -14,8 +14,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from finetasks_afr import scoring
-from finetasks_afr.compat import bootstrap_draws
+from finetasks_afr.scoring import core as scoring
+from finetasks_afr.scoring.compat import bootstrap_draws
 
 MAX_LENGTH = 48
 

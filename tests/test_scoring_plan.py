@@ -16,8 +16,8 @@ import torch
 from test_scoring_strategies import MAX_LENGTH, VOCAB, documents
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from finetasks_afr import scoring
-from finetasks_afr.engine import PlanMemo
+from finetasks_afr.scoring import core as scoring
+from finetasks_afr.scoring.engine import PlanMemo
 
 
 def llama(seed: int) -> LlamaForCausalLM:

@@ -19,7 +19,7 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from finetasks_afr import scoring
+from finetasks_afr.scoring import core as scoring
 
 MAX_LENGTH = 48
 VOCAB = 101

@@ -26,10 +26,10 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.config import BootstrapConfig, Config, load_config
-from analysis.metrics import metric_info
-from analysis.signal import compute_signal
-from analysis.table import SCHEMA
+from finetasks_afr.analysis.config import BootstrapConfig, Config, load_config
+from finetasks_afr.analysis.signal import compute_signal
+from finetasks_afr.scores.metrics import metric_info
+from finetasks_afr.scores.table import SCHEMA
 
 T = 1_000_000_000  # tokens per step: tokens = step * T
 BASE = load_config()

@@ -17,7 +17,6 @@ from polars.testing import assert_frame_equal
 from scipy.stats import rankdata
 from typed_values import number
 
-from analysis.table import KEY, SCHEMA
 from finetasks_afr.demo import simulate
 from finetasks_afr.demo.simulate import (
     RUNS,
@@ -29,6 +28,7 @@ from finetasks_afr.demo.simulate import (
     truth_path,
     write_bundled_sweep,
 )
+from finetasks_afr.scores.table import KEY, SCHEMA
 
 KEPT_KINDS = ("learnable", "late_emerging")
 CATEGORIES = ("GK", "RC", "RES", "NLU", "GEN")

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from finetasks_afr import mirror as mirror_mod
 from finetasks_afr.cli.data import data_app
-from finetasks_afr.mirror import HubUnreachableError, MirrorError, MirrorReport, import_raw, mirror_from_hub
-from finetasks_afr.sources import DATA_DIR_ENV, SOURCES, data_dir, hf_location
+from finetasks_afr.data import mirror as mirror_mod
+from finetasks_afr.data.mirror import HubUnreachableError, MirrorError, MirrorReport, import_raw, mirror_from_hub
+from finetasks_afr.data.sources import DATA_DIR_ENV, SOURCES, data_dir, hf_location
 
 datasets.disable_progress_bars()
 REAL_LOAD_DATASET = datasets.load_dataset
@@ -422,7 +422,7 @@ def test_a_mirror_of_an_older_layout_is_refused_with_the_rebuild_command(
 ) -> None:
     """A Bridging-the-Gap mirror built before the hub's config names (layout 1, no marker) must not be silently
     bypassed for the hub (offline: a DNS error naming neither): it is refused with the command that rebuilds it."""
-    from finetasks_afr.sources import StaleMirrorError, mirror_layout
+    from finetasks_afr.data.sources import StaleMirrorError, mirror_layout
 
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"
@@ -485,7 +485,7 @@ def test_readme_written_last_and_no_temp_files(tmp_path: Path, monkeypatch: pyte
 def test_failed_rebuild_keeps_the_previous_dataset_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebuild that fails half-way (disk full) leaves the previous README and the files it lists, no new data file
     and no temporary: the mirror is all-old, and re-running builds it all-new."""
-    from finetasks_afr import local_dataset
+    from finetasks_afr.data import local_dataset
 
     src = write_tiny_raw(tmp_path / "raw")
     out = tmp_path / "mirror"

@@ -33,8 +33,11 @@ from hub_rows import hub_rows, write_hub_row_mirror  # noqa: E402
 from test_translation import _items, _run, recomputed_bits_per_byte  # noqa: E402
 
 import finetasks_afr.tasks  # noqa: E402,F401  (lighteval fixes applied, literals registered, as the CLI does)
-from finetasks_afr import translation  # noqa: E402
-from finetasks_afr.benchmarks import afridiacritics, xlsum  # noqa: E402
+from finetasks_afr.benchmarks import (  # noqa: E402
+    afridiacritics,
+    translation,
+    xlsum,
+)
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO  # noqa: E402
 
 TOL = 1e-5
@@ -239,7 +242,7 @@ def row_mirror(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     corpus = [
         f"Without diacritics: {row['text']}\nWith diacritics: {row['target']}"

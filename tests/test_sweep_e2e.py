@@ -22,8 +22,8 @@ from slurm_probe import slurm_problem
 from test_compat_metrics import Reference
 from toy_tasks import ENV, ITEMS, write_toy_dataset
 
+from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.collect import collect
-from finetasks_afr.sweep.discover import discover
 from finetasks_afr.sweep.evaluate import SweepSpec
 from finetasks_afr.sweep.run import run_sweep
 
@@ -37,7 +37,7 @@ KEY = ["run", "seed", "step", "task", "fewshot", "metric"]
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Two runs x three checkpoints of a tiny Llama (more training steps at later checkpoints)."""
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("sweep")
     data = write_toy_dataset(root / "toy")
@@ -218,7 +218,7 @@ def test_killed_sweep_resumes_losing_nothing_and_duplicating_nothing(world, refe
 
 
 def test_collect_reads_a_plain_lighteval_accelerate_loop(world, reference_sweep, tmp_path):
-    from finetasks_afr.lighteval_runtime import ensure_tiny_benchmarks_file
+    from finetasks_afr.scoring.lighteval_runtime import ensure_tiny_benchmarks_file
 
     ensure_tiny_benchmarks_file()
     out = tmp_path / "own-loop"

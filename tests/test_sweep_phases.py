@@ -1,4 +1,4 @@
-"""The sweep's per-checkpoint phases (`finetasks_afr.sweep.phases`) and the cuts made where they showed the time:
+"""The sweep's per-checkpoint phases (`finetasks_afr.scoring.phases`) and the cuts made where they showed the time:
 the clock is exclusive and adds up to the wall time; the vectorised bootstrap of corpus perplexities gives
 lighteval's replicates bit for bit; an Evaluator reports every phase, raises the young collection threshold for
 the finetasks engine's checkpoints only and restores it after each. Speed itself is measured by
@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 from toy_tasks import ENV, ITEMS, write_toy_dataset
 
-from finetasks_afr import compat
-from finetasks_afr.sweep import phases
+from finetasks_afr.scoring import compat, phases
 
 TOY_TASKS = str(Path(__file__).resolve().parent / "toy_tasks.py")
 
@@ -137,7 +136,7 @@ def test_other_metrics_and_plain_floats_take_lighteval_s_loop():
 
 @pytest.fixture(scope="module")
 def toy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     root = tmp_path_factory.mktemp("phases")
     data = write_toy_dataset(root / "toy")
@@ -160,7 +159,7 @@ def _spy_threshold(original: Any, seen: list) -> Any:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["finetasks", "lighteval"])
 def test_every_checkpoint_reports_its_phases(toy, engine, monkeypatch):
-    from finetasks_afr.sweep.discover import discover
+    from finetasks_afr.scores.discover import discover
     from finetasks_afr.sweep.evaluate import YOUNG_THRESHOLD, Evaluator, SweepSpec
 
     monkeypatch.setenv(ENV, str(toy["data"]))
@@ -204,7 +203,7 @@ def test_every_checkpoint_reports_its_phases(toy, engine, monkeypatch):
 
 
 def test_timing_round_trips_through_json_with_and_without_phases():
-    from finetasks_afr.sweep.discover import Checkpoint
+    from finetasks_afr.scores.discover import Checkpoint
     from finetasks_afr.sweep.evaluate import Outcome, Timing
 
     checkpoint = Checkpoint(run="r", seed=1, step=2, tokens=None, path="/x")

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import table
-from analysis.table import (
+from finetasks_afr.scores import table
+from finetasks_afr.scores.read import read_scores
+from finetasks_afr.scores.table import (
     COLUMNS,
     KEY,
     LM_EVAL_TASK_INFO,
@@ -24,7 +25,6 @@ from analysis.table import (
     TaskInfo,
     checkpoint_tokens,
     read_lm_eval_harness,
-    read_scores,
     validate,
     write_scores,
 )

@@ -1,6 +1,6 @@
 """lighteval 0.13 orders the task list through a set (`Registry._get_full_task_list_from_input_string`), so the
 documents' order, and so the float32 batches, follow the hash seed: perplexities then differ in the ninth digit
-between two processes. `finetasks_afr.lighteval_runtime.tasks_in_given_order` keeps the given order; stock
+between two processes. `finetasks_afr.scoring.lighteval_runtime.tasks_in_given_order` keeps the given order; stock
 lighteval still has the bug."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lighteval.tasks.registry import Registry
 fixed = sys.argv[1] == "fixed"
 tasks = ",".join(json.loads(sys.argv[2]))
 if fixed:
-    from finetasks_afr.lighteval_runtime import tasks_in_given_order
+    from finetasks_afr.scoring.lighteval_runtime import tasks_in_given_order
     with tasks_in_given_order():
         print(json.dumps(Registry._get_full_task_list_from_input_string(None, tasks)))
 else:
@@ -48,7 +48,7 @@ def test_the_tasks_keep_their_given_order_under_any_seed() -> None:
 def test_the_fix_is_in_force_in_the_sweeps_registry_context() -> None:
     from lighteval.tasks.registry import Registry
 
-    from finetasks_afr.lighteval_runtime import custom_tasks_only
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only
 
     with custom_tasks_only():
         registry = Registry.__new__(Registry)  # the parser reads nothing of the instance

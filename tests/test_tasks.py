@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
     from lighteval.tasks.requests import Doc
 
-    from analysis.table import TaskInfo
+    from finetasks_afr.scores.table import TaskInfo
 
 PROJECT = Path(__file__).resolve().parent.parent
 SNAPSHOTS = Path(__file__).with_name("snapshots") / "prompts.json"
@@ -42,7 +42,7 @@ Suite: TypeAlias = "tuple[list[LightevalTaskConfig], dict[str, TaskInfo]]"  # th
 
 @pytest.fixture(scope="module")
 def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("mirror")
     import_raw(shared_data, out)
@@ -58,7 +58,7 @@ def suite(mirror: Path) -> Iterator[Suite]:
     mp.setenv("HF_HUB_OFFLINE", "1")
     from finetasks_afr.benchmarks import all_tasks
     from finetasks_afr.benchmarks.common import TASK_INFO
-    from finetasks_afr.literals import register_literals
+    from finetasks_afr.prompts.literals import register_literals
 
     register_literals()
     configs = all_tasks()
@@ -83,7 +83,7 @@ def test_names_are_unique_well_formed_and_described(suite: Suite) -> None:
 
 
 def test_every_language_of_each_dataset_is_covered(suite: Suite) -> None:
-    from finetasks_afr.languages import covered_by
+    from finetasks_afr.prompts.languages import covered_by
 
     configs, info = suite
     languages = defaultdict(set)
@@ -94,7 +94,7 @@ def test_every_language_of_each_dataset_is_covered(suite: Suite) -> None:
 
 
 def test_tasks_read_the_mirror_where_it_has_the_config_else_the_hub(suite: Suite, mirror: Path) -> None:
-    from finetasks_afr.sources import SOURCES
+    from finetasks_afr.data.sources import SOURCES
 
     configs, info = suite
     available = {key: set(datasets.get_dataset_config_names(str(mirror / key))) for key in MIRRORED}

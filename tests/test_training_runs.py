@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.table import read_scores
 from finetasks_afr.cli import app
+from finetasks_afr.scores.read import read_scores
 from finetasks_afr.sweep.collect import CollectError, collect
 
 TEMPLATE = next(

@@ -22,8 +22,8 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from finetasks_afr import scoring
-from finetasks_afr.tiny import make_tiny_causal_lm
+from finetasks_afr.demo.tiny import make_tiny_causal_lm
+from finetasks_afr.scoring import core as scoring
 
 MAX_LENGTH = 40
 CORPUS = [

@@ -1,4 +1,4 @@
-"""Translation tasks (finetasks_afr.translation; flores_mt, mafand, ntrex, salt).
+"""Translation tasks (finetasks_afr.benchmarks.translation; flores_mt, mafand, ntrex, salt).
 
 - The ll metric: a REAL offline lighteval Pipeline (tiny Llama, translation prompt, 0- and 2-shot) must report the
   bits per byte that a direct forward pass gives for the exact token ids lighteval scored (log-softmax, summed over
@@ -31,10 +31,15 @@ import pytest  # noqa: E402
 import sacrebleu  # noqa: E402
 
 import finetasks_afr.tasks  # noqa: E402,F401  (lighteval fixes applied, literals registered, as the CLI does)
-from finetasks_afr import translation  # noqa: E402
-from finetasks_afr.benchmarks import flores_mt, mafand, ntrex, salt  # noqa: E402
+from finetasks_afr.benchmarks import (  # noqa: E402
+    flores_mt,
+    mafand,
+    ntrex,
+    salt,
+    translation,
+)
 from finetasks_afr.benchmarks.common import TASK_INFO, clean  # noqa: E402
-from finetasks_afr.scoring import weights_dtype  # noqa: E402
+from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
 
 TOL = 1e-5
 FLORES_LANGS = [
@@ -175,7 +180,7 @@ def test_every_family_builds_in_every_language_with_exact_names() -> None:
 
 
 def test_analysis_reads_the_metrics_with_the_right_direction() -> None:
-    from analysis.metrics import metric_info
+    from finetasks_afr.scores.metrics import metric_info
 
     ll, gen = metric_info("bits_per_byte"), metric_info("chrf++")
     assert ll is not None and not ll.higher_is_better and not ll.bounded
@@ -183,7 +188,7 @@ def test_analysis_reads_the_metrics_with_the_right_direction() -> None:
 
 
 def test_new_languages_are_registered_without_a_lighteval_member() -> None:
-    from finetasks_afr.languages import LANGUAGES
+    from finetasks_afr.prompts.languages import LANGUAGES
 
     for iso3 in ("ach", "bbj", "lgg", "mey", "nde", "nyn", "shi", "teo", "ven"):
         assert LANGUAGES[iso3].lighteval is None, iso3
@@ -253,7 +258,7 @@ def test_sib200_rows_align_across_languages_by_index_id(shared_data: Path) -> No
 
 @pytest.fixture(scope="module")
 def sib_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     out = tmp_path_factory.mktemp("mt_mirror")
     import_raw(shared_data, out, datasets=["sib200"])
@@ -267,7 +272,7 @@ def test_flores_tasks_pair_real_rows_by_index_id_in_every_language(sib_mirror: P
     from lighteval.tasks.templates.utils.formatting_utils import capitalize, fix_ending_punct
     from lighteval.tasks.templates.utils.translation_literals import TRANSLATION_LITERALS
 
-    from finetasks_afr.languages import language
+    from finetasks_afr.prompts.languages import language
 
     configs = _mirror_tasks(sib_mirror, [flores_mt])
     english = {row["index_id"]: clean(row["text"]) for row in _read_tsv(shared_data / "sib200/eng_Latn/test.tsv")}
@@ -304,7 +309,7 @@ def test_flores_tasks_pair_real_rows_by_index_id_in_every_language(sib_mirror: P
 @pytest.mark.shared_data
 def test_both_sides_of_a_flores_pair_come_from_one_place(shared_data: Path, tmp_path: Path) -> None:
     """A mirror without eng_Latn is not mixed with the hub: the language's tasks then read the hub for both."""
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     partial, full = tmp_path / "partial", tmp_path / "full"
     import_raw(shared_data, partial, datasets=["sib200"], configs=["hau_Latn"])
@@ -428,7 +433,7 @@ CORPUS = [f"EN: {row['en']} YO: {row['xx']}" for rows in PROBE_ROWS.values() for
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from finetasks_afr.tiny import make_tiny_causal_lm
+    from finetasks_afr.demo.tiny import make_tiny_causal_lm
 
     return make_tiny_causal_lm(
         tmp_path_factory.mktemp("mt_tiny") / "model", CORPUS, vocab_size=300, hidden_size=32, layers=2, heads=2,
@@ -471,7 +476,7 @@ def _run(model_dir: Path, module: types.ModuleType, tasks: str, out: Path) -> An
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
     from lighteval.pipeline import ParallelismManager, Pipeline, PipelineParameters
 
-    from finetasks_afr.lighteval_runtime import custom_tasks_only, prediction_cache_in
+    from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only, prediction_cache_in
 
     copy = out / "model"
     shutil.copytree(model_dir, copy)

@@ -1,5 +1,6 @@
 """The vLLM-vs-transformers check can fail: its comparison on doctored details (scripts/check_vllm.py), and the
-vLLM shims' pure parts (finetasks_afr/compat_vllm.py). Runs in the main environment, where vLLM is not installed;
+vLLM shims' pure parts (finetasks_afr/scoring/compat_vllm.py). Runs in the main environment, where vLLM is not
+installed;
 the real run is `make test-vllm` (its own environment)."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from finetasks_afr import compat_vllm
+from finetasks_afr.scoring import compat_vllm
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_vllm.py"
 

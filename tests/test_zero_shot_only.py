@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import finetasks_afr.tasks as suite
-from finetasks_afr import compat
+from finetasks_afr.scoring import compat
 
 
 def test_the_perplexity_tasks_and_only_they_are_marked_zero_shot_only() -> None:

@@ -2,7 +2,7 @@
 
     .venv/bin/python docs/figures/make_figures.py [--scores TABLE] [--out docs/figures]
 
-The figures are drawn by the analysis's own plotting (`analysis.explore.readme_figures`): the training
+The figures are drawn by the analysis's own plotting (`finetasks_afr.analysis.explore.readme_figures`): the training
 curves of the best kept task and of the most clearly dropped task of the same language and formulation,
 that language's criteria overview and the ordering consistency of its tasks. The PNGs are byte-reproducible;
 tests/test_explore.py checks that the committed ones match what this script draws.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis.explore import readme_figures
+from finetasks_afr.analysis.explore import readme_figures
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 A benchmark module (any module of this package except `common`) defines `tasks() -> list[LightevalTaskConfig]`
 and, when it reads datasets, `SOURCES: tuple[DatasetSource, ...]` holding everything about them: hub repository
 and revision, configs and language codes, exclusions, splits, raw-file importer and text field
-(:mod:`finetasks_afr.sources` and :mod:`finetasks_afr.mirror` only drive those declarations). The task
+(:mod:`finetasks_afr.data.sources` and :mod:`finetasks_afr.data.mirror` only drive those declarations). The task
 configs themselves (adapter, template, few-shot split) are built by the module's `tasks()`.
 """
 
@@ -16,7 +16,7 @@ from types import ModuleType
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-NOT_BENCHMARKS = frozenset({"common"})
+NOT_BENCHMARKS = frozenset({"common", "translation"})
 
 
 @cache
@@ -34,5 +34,5 @@ def benchmark_modules() -> tuple[ModuleType, ...]:
 
 
 def all_tasks() -> list[LightevalTaskConfig]:
-    """Every task of the suite (call after finetasks_afr.literals.register_literals())."""
+    """Every task of the suite (call after finetasks_afr.prompts.literals.register_literals())."""
     return [config for module in benchmark_modules() for config in module.tasks()]

@@ -8,7 +8,8 @@ the two fields lm-evaluation-harness's AfroBench reads (EleutherAI/lm-evaluation
 test, few-shot split dev; prompt_1/afridiacritics_yor.yaml#L3 `{{text}}`). Evaluation on test, few-shot examples
 from dev, as AfroBench.
 
-Tasks: `afridiacritics_ll_<xx>` and `afridiacritics_gen_<xx>` (forms and metrics: :mod:`finetasks_afr.translation`):
+Tasks: `afridiacritics_ll_<xx>` and `afridiacritics_gen_<xx>` (forms and metrics:
+:mod:`finetasks_afr.benchmarks.translation`):
 the log-likelihood of the diacritised sentence given the stripped one, reported as its bits per byte (formulation
 PPL, lower is better, no chance level), and the greedy restoration scored with chrF++ (AfroBench reports BLEU and
 chrF; chrF++ is the suite's one generation metric for rewritten text, and character n-grams see a single restored
@@ -36,9 +37,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
 from finetasks_afr.benchmarks.common import skipping
-from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import reference_tasks, texts
+from finetasks_afr.benchmarks.translation import reference_tasks, texts
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
 
 DATASET = "afridiacritics"
 BENCHMARK = "afridiacritics"

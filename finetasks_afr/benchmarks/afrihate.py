@@ -28,8 +28,8 @@ from lighteval.tasks.requests import SamplingMethod
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
-from finetasks_afr.languages import covered_by, same_codes
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, same_codes
 
 LABELS = ("hate", "abuse", "normal")  # lm-evaluation-harness's doc_to_choice order (Hate, Abuse, Normal)
 INSTRUCTION = "Classify the tweet as hate speech, abusive language or normal, as one of: " + ", ".join(LABELS) + "."

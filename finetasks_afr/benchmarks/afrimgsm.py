@@ -7,8 +7,8 @@ import re
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.benchmarks.common import clean, generative_tasks
-from finetasks_afr.languages import IROKOBENCH, covered_by, same_codes
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import IROKOBENCH, covered_by, same_codes
 
 SOURCES = (
     DatasetSource(

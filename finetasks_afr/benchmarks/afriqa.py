@@ -15,9 +15,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.utils.language import Language
 
 from finetasks_afr.benchmarks.common import clean, generative_tasks
-from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, lang_dirs, read_text, str_field
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, Unit, Yielded, lang_dirs, read_text, str_field
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by, same_codes
 
 _RAW_FILE = re.compile(
     r"^gold_span_passages\.afriqa\.(?P<lang>[a-z]+)\.(?P<pivot>[a-z]+)\.(?P<split>train|dev|test)\.json$"

@@ -2,7 +2,7 @@
 
 The prompt names the task and the three sentiments (as lm-evaluation-harness's afrisenti prompts do); the
 instruction and sentiment names are English in both prompt variants. Some tweets occur in both the
-validation (few-shot) and the test split; finetasks_afr.fewshot keeps a test tweet's duplicate out of its
+validation (few-shot) and the test split; finetasks_afr.prompts.fewshot keeps a test tweet's duplicate out of its
 own examples.
 """
 
@@ -15,9 +15,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
-from finetasks_afr.languages import covered_by, same_codes
-from finetasks_afr.raw import RawImporter, RowError, str_field, string_features, tsv_units
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, str_field, string_features, tsv_units
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, same_codes
 
 SENTIMENTS = ("negative", "positive", "neutral")  # lm-evaluation-harness order
 INSTRUCTION = "Classify the sentiment of the tweet as one of: " + ", ".join(SENTIMENTS) + "."

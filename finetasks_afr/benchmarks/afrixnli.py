@@ -6,8 +6,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.nli import get_nli_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
-from finetasks_afr.languages import IROKOBENCH, covered_by, same_codes
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import IROKOBENCH, covered_by, same_codes
 
 SOURCES = (
     DatasetSource(

@@ -1,7 +1,7 @@
 """Belebele: multiple-choice reading comprehension on FLORES passages, every African variant (RC).
 
 Belebele has only a test split, so few-shot examples come from the test split itself: the document being
-evaluated is never among its own examples (finetasks_afr.fewshot repairs lighteval 0.13's self-exclusion,
+evaluated is never among its own examples (finetasks_afr.prompts.fewshot repairs lighteval 0.13's self-exclusion,
 which compares task names that differ by the `|k` suffix and so excluded nothing), nor is any other question
 whose text equals it.
 """
@@ -19,9 +19,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by, flores_codes
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, read_text, str_field
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, Unit, Yielded, read_text, str_field
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, flores_codes
 
 _TEXT_FIELDS = ("link", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4")
 

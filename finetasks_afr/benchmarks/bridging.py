@@ -13,7 +13,8 @@ ts; af, xh and zu differ from it in 40 rows). The English test split exists only
 
 Winogrande CF is partial scoring (Trinh & Le 2018; lm-evaluation-harness `winogrande`): the option fills the
 blank and the model scores only the rest of the sentence, log P(rest | sentence before the blank + option), with
-one context per option (`finetasks_afr.partial_scoring`, which `finetasks_afr/tasks.py` applies). Its metrics are
+one context per option (`finetasks_afr.scoring.partial_scoring`, which `finetasks_afr/tasks.py` applies). Its metrics
+are
 acc, acc_norm and acc_norm_token: PMI is meaningless when every option scores the same continuation. A sentence
 with the blank first is scored too (context = the option alone).
 
@@ -50,10 +51,10 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.partial_scoring import PartialScoringInput, get_partial_scoring_prompt_function
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, read_text, require_columns, str_field
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, Unit, Yielded, read_text, require_columns, str_field
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
+from finetasks_afr.scoring.partial_scoring import PartialScoringInput, get_partial_scoring_prompt_function
 
 HUB_REPO = "Institute-Disease-Modeling/mmlu-winogrande-afr"
 HUB_REVISION: str | None = "ffb0cc0f7e388e1bd0795b9566ade39a6a1f0fce"  # main, "Update README.md"

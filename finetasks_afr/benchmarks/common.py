@@ -36,12 +36,11 @@ from lighteval.tasks.templates.utils.formulation import (
 )
 from lighteval.utils.language import Language
 
-from analysis.english_gap import ENGLISH_PROMPT_SUFFIX
-from analysis.table import TaskInfo
-from finetasks_afr.languages import AfricanLanguage
-from finetasks_afr.literals import native_prompt_available, prompt_language
-from finetasks_afr.sources import hf_location, install_lighteval_loader
-from finetasks_afr.text import INVISIBLE, clean  # noqa: F401 (re-exported: the benchmarks import it from here)
+from finetasks_afr.data.sources import hf_location, install_lighteval_loader
+from finetasks_afr.prompts.languages import AfricanLanguage
+from finetasks_afr.prompts.literals import native_prompt_available, prompt_language
+from finetasks_afr.prompts.text import INVISIBLE, clean  # noqa: F401 (re-exported: the benchmarks import it from here)
+from finetasks_afr.scores.table import ENGLISH_PROMPT_SUFFIX, TaskInfo
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +144,7 @@ def build_config(
 
     Building a config installs the suite's loader into lighteval (`sources.install_lighteval_loader`): a hub source
     published as a parquet branch or a loading script needs more than lighteval's `load_dataset(path, name,
-    revision)` (see `finetasks_afr.sources`, "Hub forms")."""
+    revision)` (see `finetasks_afr.data.sources`, "Hub forms")."""
     repo, revision = location or hf_location(info.dataset, info.subset)
     install_lighteval_loader()
     TASK_INFO[name] = info

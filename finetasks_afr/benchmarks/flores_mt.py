@@ -5,12 +5,13 @@ devtest sentences: every language's config has the same rows under the same `ind
 unique across SIB-200's train/validation/test), with the same topic; tests/test_translation.py checks this on
 every language of the real release. A task reads ONE config (lighteval loads one per task), the African
 language's, and finds the English sentence of each row by `index_id` in the `eng_Latn` config, loaded once per
-location through the suite's loader, as lighteval's load is (`finetasks_afr.sources.load_dataset`: the hub repository
+location through the suite's loader, as lighteval's load is (`finetasks_afr.data.sources.load_dataset`: the hub
+repository
 Davlan/sib200 and a local mirror both work). Both configs are read from ONE place, resolved when the task is built:
 the mirror when it holds both, else the hub (a partial mirror without `eng_Latn` would otherwise pair mirrored
 rows with hub rows, and fail offline).
 
-Tasks (:mod:`finetasks_afr.translation` for the forms and metrics), per language X:
+Tasks (:mod:`finetasks_afr.benchmarks.translation` for the forms and metrics), per language X:
 `flores_mt_en2xx_ll_<x>`, `flores_mt_en2xx_gen_<x>` (English -> X) and `flores_mt_xx2en_ll_<x>`,
 `flores_mt_xx2en_gen_<x>` (X -> English). Evaluation on SIB-200's test split (204 sentences), few-shot examples
 from its train split (701), as the sib200 tasks. The same test sentences are scored as plain text by
@@ -47,9 +48,9 @@ from typing import Any
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
 from finetasks_afr.benchmarks.common import clean
-from finetasks_afr.languages import covered_by, language
-from finetasks_afr.sources import hf_location, load_dataset, source
-from finetasks_afr.translation import Direction, pair_tasks, texts
+from finetasks_afr.benchmarks.translation import Direction, pair_tasks, texts
+from finetasks_afr.data.sources import hf_location, load_dataset, source
+from finetasks_afr.prompts.languages import covered_by, language
 
 DATASET = "sib200"
 PREFIX = "flores_mt"

@@ -21,8 +21,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by
 
 HUB_REPO = "CohereLabs/Global-MMLU"
 REVISION = "c17ce281eb44393304c86bd291c9a7d8203a212f"

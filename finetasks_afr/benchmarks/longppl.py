@@ -1,6 +1,7 @@
 """LongPPL tasks: perplexity of the key paragraphs of long target-language documents given all that precedes them.
 
-One task per language prepared with `finetasks-afr longppl prepare --out DIR` (finetasks_afr.longppl), found in
+One task per language prepared with `finetasks-afr longppl prepare --out DIR` (finetasks_afr.perplexity.longppl), found
+in
 `$FINETASKS_AFR_LONGPPL_DIR` (= DIR) when the task table is built: `longppl_<iso3>`, formulation PPL, 0-shot.
 Building the table only lists that directory (no model, no file read). A language without a prepared folder has
 no task (lighteval then answers "Cannot find task longppl_<iso3>"); with the variable unset there are none.
@@ -41,7 +42,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc, SamplingMethod
 
 from finetasks_afr.benchmarks.common import TASK_INFO, TaskInfo
-from finetasks_afr.longppl import DIR_ENV, ISO3, SPLIT
+from finetasks_afr.data.sources import LANGUAGE_CODE as ISO3
+from finetasks_afr.data.sources import LONGPPL_DIR_ENV as DIR_ENV
+from finetasks_afr.data.sources import LONGPPL_SPLIT as SPLIT
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +75,7 @@ class KeyParagraphPreparator(Preparator):
 
 
 def continuation_token_count(output_tokens: Any) -> int:
-    """Tokens of the single choice: lighteval 0.13 pads token rows with -1 (finetasks_afr.compat strips it)."""
+    """Tokens of the single choice: lighteval 0.13 pads token rows with -1 (finetasks_afr.scoring.compat strips it)."""
     row = output_tokens[0]
     values = row.tolist() if hasattr(row, "tolist") else list(row)
     return sum(1 for token in values if int(token) != -1)
@@ -117,7 +120,7 @@ LOG2_LONGPPL = CorpusLevelMetric(
 
 
 def longppl_prompt(line: dict, task_name: str) -> Doc:
-    """A data row (finetasks_afr.longppl.task_rows) -> the Doc scoring its paragraph after its context."""
+    """A data row (finetasks_afr.perplexity.longppl.task_rows) -> the Doc scoring its paragraph after its context."""
     return Doc(
         task_name=task_name,
         query=line["context"],

@@ -9,7 +9,7 @@ for every language, as lm-evaluation-harness's AfroBench (EleutherAI/lm-evaluati
 `get_target` / `get_target_reverse`).
 
 Tasks: `mafand_mt_{en2xx,xx2en}_{ll,gen}_<xx>` for the English-paired languages, `mafand_mt_{fr2xx,xx2fr}_{ll,gen}
-_<xx>` for the French-paired ones (forms and metrics: :mod:`finetasks_afr.translation`).
+_<xx>` for the French-paired ones (forms and metrics: :mod:`finetasks_afr.benchmarks.translation`).
 
 Licence: CC-BY-NC-4.0 (dataset card): NON-COMMERCIAL use only.
 
@@ -17,7 +17,7 @@ Loading: the repository at its pinned revision 7028115028b104388af7ec2eb7b7888fc
 (`mafand.py`), which datasets>=4 refuses; the tasks read the hub's parquet export of it (revision
 `refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
 That branch carries no README listing the configs, and datasets 5 turns such a tree into one `default` config, so
-each task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.sources`, "Hub forms";
+each task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.data.sources`, "Hub forms";
 tests/test_published_layouts.py loads a replica of that layout). Generation size 512 tokens
 (not measured on the references: no MAFAND rows are available offline; FLORES' longest sentence is 490 characters).
 """
@@ -32,10 +32,10 @@ from typing import Any
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.raw import RawImporter, RowError, Unit, Yielded, converted, lang_dirs, read_jsonl, str_field
-from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import ENGLISH, FRENCH, Direction, pair_tasks, texts
+from finetasks_afr.benchmarks.translation import ENGLISH, FRENCH, Direction, pair_tasks, texts
+from finetasks_afr.data.raw import RawImporter, RowError, Unit, Yielded, converted, lang_dirs, read_jsonl, str_field
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
 
 DATASET = "mafand"
 PREFIX = "mafand_mt"

@@ -17,9 +17,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
-from finetasks_afr.languages import AfricanLanguage, covered_by, same_codes
-from finetasks_afr.raw import RawImporter, RowError, str_field, string_features, tsv_units
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, str_field, string_features, tsv_units
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by, same_codes
 
 TOPICS = ("business", "entertainment", "health", "politics", "religion", "sports", "technology")
 

@@ -1,6 +1,6 @@
 """NaijaRC: Nigerian-language reading comprehension (hau, ibo, yor) (RC).
 
-Only a test split exists, so few-shot examples come from it; finetasks_afr.fewshot keeps every document (and any
+Only a test split exists, so few-shot examples come from it; finetasks_afr.prompts.fewshot keeps every document (and any
 question with the same text) out of its own examples.
 """
 
@@ -10,8 +10,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by, same_codes
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, same_codes
 
 SOURCES = (
     DatasetSource(

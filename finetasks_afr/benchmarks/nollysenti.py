@@ -26,9 +26,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
-from finetasks_afr.languages import covered_by
-from finetasks_afr.raw import RawImporter, RowError, str_field, string_features, tsv_units
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, str_field, string_features, tsv_units
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by
 
 SENTIMENTS = ("positive", "negative")  # lm-evaluation-harness order (prompt_1/nollysenti doc_to_choice)
 INSTRUCTION = "Classify the sentiment of the movie review as one of: " + ", ".join(SENTIMENTS) + "."

@@ -7,7 +7,8 @@ a same-text copy), as lm-evaluation-harness's AfroBench takes them from test
 (EleutherAI/lm-evaluation-harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/ntrex/prompt_1/
 african-english/ntrex#L6-L10; fields from ntrex_mey_Arab-eng_Latn.yaml#L2-L4 and gen_utils.py#L41-L73).
 
-Tasks: `ntrex_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.translation`). NTREX-128 was translated FROM
+Tasks: `ntrex_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.benchmarks.translation`). NTREX-128 was translated
+FROM
 English; its authors recommend scoring the English-sourced direction only (paper abstract, quoted in AfroBench's
 ntrex/README.md): xx2en tasks are built as AfroBench builds them, but en2xx is the direction the data supports.
 
@@ -27,10 +28,10 @@ from typing import Any
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import covered_by, flores_codes
-from finetasks_afr.raw import RawFileError, RawImporter, RowError, Unit, Yielded, read_lines, str_field
-from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import field_pair, pair_tasks
+from finetasks_afr.benchmarks.translation import field_pair, pair_tasks
+from finetasks_afr.data.raw import RawFileError, RawImporter, RowError, Unit, Yielded, read_lines, str_field
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, flores_codes
 
 DATASET = "ntrex"
 PREFIX = "ntrex_mt"

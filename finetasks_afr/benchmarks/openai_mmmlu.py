@@ -9,7 +9,7 @@ Few-shot examples come from the test split itself, because the dataset publishes
 tasks declare `hf_avail_splits=["test"]` and run 0-shot only). Borrowing another dataset's dev split (cais/mmlu in
 English, or Global-MMLU's translation) would show examples in another language or from another translation, so the
 score would no longer measure this dataset alone. Drawing from the test split is safe here for the same reason it is
-for Belebele: `finetasks_afr.fewshot` never shows a document among its own examples (lighteval 0.13's
+for Belebele: `finetasks_afr.prompts.fewshot` never shows a document among its own examples (lighteval 0.13's
 self-exclusion compares task names that differ by the `|k` suffix and so excludes nothing), nor any other row with
 the same question and options, and each document draws its own examples.
 """
@@ -20,8 +20,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
-from finetasks_afr.languages import covered_by
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by
 
 HUB_REPO = "openai/MMMLU"
 REVISION = "038c7808122969ead7456361af05cb8f47d247f8"
@@ -39,7 +39,7 @@ SOURCES = (
         "openai_mmlu.py: hf_revision, hf_avail_splits ['test']); the hub's main has moved on (325a01dc). Configs "
         "SW_KE/YO_NG and columns Question, A-D, Answer (letter), Subject from lighteval and lm-eval's "
         "openai-mmmlu README; column types not read from the card (inferred strings). Only a test split: "
-        "few-shot examples are drawn from it, never the document itself (finetasks_afr.fewshot). The other 12 "
+        "few-shot examples are drawn from it, never the document itself (finetasks_afr.prompts.fewshot). The other 12 "
         "locales (AR_XY included, Arabic of no African locale) and the `default` config are not used. "
         "No raw source here: hub only.",
     ),

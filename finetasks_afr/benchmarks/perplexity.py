@@ -12,7 +12,7 @@ text are skipped and counted. Metrics: lighteval's `word_perplexity`, `byte_perp
 lower is better). The words and bytes they count are those of `Doc.query`, which is exactly the text scored:
 `len(re.split(r"\\s+", text))` is the number of words of a cleaned text (single spaces, trimmed), and
 `original_query` is left unset. Scored by `loglikelihood_rolling`, which is broken in lighteval 0.13 and fixed by
-`finetasks_afr.compat` (bug 3: each token scored once, the first conditioned on BOS, else EOS).
+`finetasks_afr.scoring.compat` (bug 3: each token scored once, the first conditioned on BOS, else EOS).
 
 0-shot only: few-shot examples would be scored with the text but not counted by the metrics, and the documents
 have no gold for lighteval's sampler (which dies with a TypeError on them). Every task is marked so where it is
@@ -38,9 +38,9 @@ from lighteval.metrics.metrics import Metrics
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from finetasks_afr import compat
 from finetasks_afr.benchmarks.common import TaskInfo, build_config, required_text, skipping, task_name
-from finetasks_afr.languages import AfricanLanguage, covered_by
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
+from finetasks_afr.scoring import compat
 
 FORMULATION = "PPL"
 CATEGORY = "GEN"

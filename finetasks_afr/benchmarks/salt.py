@@ -7,7 +7,7 @@ lm-evaluation-harness's AfroBench, English -> X reads `eng_source_text` and X ->
 (EleutherAI/lm-evaluation-harness@4e7e0d47f33bc71070c1d38394bafbb52b117163:lm_eval/tasks/afrobench/salt/prompt_1/
 salt#L5-L9; fields from salt_eng-teo.yaml#L2-L4 and salt_teo-eng.yaml#L2-L4).
 
-Tasks: `salt_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.translation`); every task reads `text-all`
+Tasks: `salt_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.benchmarks.translation`); every task reads `text-all`
 (the only config mirrored, `config_names`); a language's code here is the prefix of its field (`teo` in
 `teo_text`), not a config.
 
@@ -25,9 +25,9 @@ from collections.abc import Callable
 
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 
-from finetasks_afr.languages import covered_by, same_codes
-from finetasks_afr.sources import DatasetSource, hf_location
-from finetasks_afr.translation import ENGLISH, Direction, field_pair, pair_tasks
+from finetasks_afr.benchmarks.translation import ENGLISH, Direction, field_pair, pair_tasks
+from finetasks_afr.data.sources import DatasetSource, hf_location
+from finetasks_afr.prompts.languages import covered_by, same_codes
 
 DATASET = "salt"
 PREFIX = "salt_mt"

@@ -13,9 +13,9 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
-from finetasks_afr.languages import covered_by, flores_codes
-from finetasks_afr.raw import RawImporter, RowError, read_text, str_field, tsv_units
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.raw import RawImporter, RowError, read_text, str_field, tsv_units
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by, flores_codes
 
 TOPICS = ("science/technology", "travel", "politics", "sports", "health", "entertainment", "geography")
 INSTRUCTION = "Classify the topic of the sentence as one of: " + ", ".join(TOPICS) + "."

@@ -6,8 +6,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks
-from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
 
 SOURCES = (
     DatasetSource(

@@ -27,7 +27,8 @@ Loading at the pin (1867a893, 'Upload 9 files', the last data upload): the files
 (README YAML `configs:`) of that commit lists `.json` for English too, so `load_dataset(..., "en_multiple_choice")`
 at the pin fails ("Unable to find ... en_multiple_choice_train.json"). The source declares English's real files
 (`DatasetSource.data_files`), which the suite's loader passes as `data_files` for that config only
-(:mod:`finetasks_afr.sources`, "Hub forms"; tests/test_published_layouts.py loads a replica of that commit). The pin
+(:mod:`finetasks_afr.data.sources`, "Hub forms"; tests/test_published_layouts.py loads a replica of that commit). The
+pin
 stays: it is the last data upload seen, and no later commit with a corrected card was seen offline.
 
 Licence: the card says MIT now, but hub pages captured in September 2024, around the pinned upload, showed
@@ -47,8 +48,8 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
 from finetasks_afr.benchmarks.common import Family, clean, family_tasks
-from finetasks_afr.languages import covered_by
-from finetasks_afr.sources import DatasetSource
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import covered_by
 
 HUB_REPO = "masakhane/uhura-truthfulqa"
 REVISION = "1867a89351420f53688283fdb2100b93c5166c7c"

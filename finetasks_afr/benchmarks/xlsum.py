@@ -7,7 +7,7 @@ summary `summary`, as lm-evaluation-harness's AfroBench reads them: EleutherAI/l
 validation/test; evaluation on test, few-shot examples (when asked for) from validation, as AfroBench
 (lm_eval/tasks/afrobench/xlsum/prompt_1/xlsum#L5-L13 at that commit).
 
-Tasks: `xlsum_ll_<xx>` and `xlsum_gen_<xx>` (forms and metrics: :mod:`finetasks_afr.translation`): the
+Tasks: `xlsum_ll_<xx>` and `xlsum_gen_<xx>` (forms and metrics: :mod:`finetasks_afr.benchmarks.translation`): the
 log-likelihood of the reference summary given the article, reported as the summary's bits per byte (formulation
 PPL, lower is better, no chance level), and a greedy summary scored with chrF++ against the reference.
 
@@ -35,7 +35,7 @@ Loading: the repository at its pinned revision 8c7cfa67e9dcf4c03a15c83ef3ce2004c
 (`xlsum.py`), which datasets>=4 refuses; the tasks read the hub's parquet export of it (revision
 `refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
 That branch has no README naming the configs, and datasets 5 turns such a tree into one `default` config, so each
-task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.sources`, "Hub forms";
+task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.data.sources`, "Hub forms";
 tests/test_published_layouts.py loads a replica of that layout). `finetasks-afr data mirror` mirrors it the same
 way, config by config.
 """
@@ -50,9 +50,9 @@ from lighteval.tasks.requests import Doc
 from lighteval.tasks.tasks.summarization import xsum_prompt
 
 from finetasks_afr.benchmarks.common import clean, skipping
-from finetasks_afr.languages import AfricanLanguage, covered_by
-from finetasks_afr.sources import DatasetSource
-from finetasks_afr.translation import reference_tasks, texts
+from finetasks_afr.benchmarks.translation import reference_tasks, texts
+from finetasks_afr.data.sources import DatasetSource
+from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
 
 DATASET = "xlsum"
 SCRIPT_REVISION = "8c7cfa67e9dcf4c03a15c83ef3ce2004c3041f96"

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from analysis.processes import run_interruptible
+from finetasks_afr.base.processes import run_interruptible
 from finetasks_afr.cli import analysis, data, longppl, recommend, report, sweep
 
 
@@ -48,7 +48,7 @@ def main(
 ) -> None:
     """finetasks-afr: African-language LightEval tasks and the FineTasks analysis."""
     if data_dir is not None:
-        from finetasks_afr.sources import DATA_DIR_ENV
+        from finetasks_afr.data.sources import DATA_DIR_ENV
 
         os.environ[DATA_DIR_ENV] = str(data_dir.resolve())
 

@@ -1,4 +1,4 @@
-"""`finetasks-afr data`: build local mirrors of the task datasets (layout: finetasks_afr/sources.py)."""
+"""`finetasks-afr data`: build local mirrors of the task datasets (layout: finetasks_afr/data/sources.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from finetasks_afr.cli.common import console, fail, named_write_errors, require_output_dir
-from finetasks_afr.sources import DATA_DIR_ENV, SOURCES
+from finetasks_afr.data.sources import DATA_DIR_ENV, SOURCES
 
 if TYPE_CHECKING:
-    from finetasks_afr.mirror import MirrorReport
+    from finetasks_afr.data.mirror import MirrorReport
 
 data_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -83,9 +83,9 @@ def import_raw_command(
     config: ConfigOpt = None,
 ) -> None:
     """Build the mirror from the raw GitHub releases (no hub access needed)."""
-    from finetasks_afr.local_dataset import LocalDatasetError
-    from finetasks_afr.mirror import MirrorError, import_raw
-    from finetasks_afr.raw import RawFileError
+    from finetasks_afr.data.local_dataset import LocalDatasetError
+    from finetasks_afr.data.mirror import MirrorError, import_raw
+    from finetasks_afr.data.raw import RawFileError
 
     require_output_dir(out)
     if not src.is_dir():
@@ -102,7 +102,7 @@ def import_raw_command(
 @data_app.command("mirror")
 def mirror_command(out: OutOpt, dataset: DatasetOpt = None, config: ConfigOpt = None) -> None:
     """Mirror the datasets from the Hugging Face Hub (pinned revisions; needs hub access)."""
-    from finetasks_afr.mirror import HubUnreachableError, mirror_from_hub
+    from finetasks_afr.data.mirror import HubUnreachableError, mirror_from_hub
 
     require_output_dir(out)
     _check_keys(dataset)
@@ -119,7 +119,7 @@ def mirror_command(out: OutOpt, dataset: DatasetOpt = None, config: ConfigOpt = 
 @data_app.command("sources")
 def sources_command() -> None:
     """List the dataset keys, their hub repositories, pinned revisions and where tasks will load them from."""
-    from finetasks_afr.sources import hf_location
+    from finetasks_afr.data.sources import hf_location
 
     table = Table()
     for column in ("key", "hub repo", "revision", "splits", "loads from"):

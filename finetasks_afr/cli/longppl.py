@@ -17,7 +17,13 @@ from finetasks_afr.cli.common import (
     require_model_location,
     require_output_dir,
 )
-from finetasks_afr.longppl import DIR_ENV, LongPPLFile, LongPPLFileError, LongPPLInputError, load_longppl_file
+from finetasks_afr.perplexity.longppl import (
+    DIR_ENV,
+    LongPPLFile,
+    LongPPLFileError,
+    LongPPLInputError,
+    load_longppl_file,
+)
 
 longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -48,7 +54,7 @@ def prepare_command(
     device: Annotated[str, typer.Option("--device")] = "cpu",
 ) -> None:
     """Score, select and align key paragraphs; write OUT/<iso3>/longppl.json and the task's dataset folder."""
-    from finetasks_afr.longppl import prepare
+    from finetasks_afr.perplexity.longppl import prepare
 
     require_output_dir(out)
     if not documents.is_file():

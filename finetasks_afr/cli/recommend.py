@@ -1,7 +1,7 @@
 """`finetasks-afr recommend`: rank pretrained models for a language by (pseudo-)perplexity, without fine-tuning.
 
-Method and definitions: :mod:`finetasks_afr.recommend`;
-agreement with a reference ranking: :mod:`finetasks_afr.rank_agreement`.
+Method and definitions: :mod:`finetasks_afr.perplexity.recommend`;
+agreement with a reference ranking: :mod:`finetasks_afr.perplexity.rank_agreement`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr import recommend as rec
 from finetasks_afr.cli.common import console as err_console
 from finetasks_afr.cli.common import fail, named_write_errors, require_device, require_output_file
-from finetasks_afr.rank_agreement import DEFAULT_P, ReferenceFileError, agreement, match_names, read_reference
+from finetasks_afr.perplexity import recommend as rec
+from finetasks_afr.perplexity.rank_agreement import (
+    DEFAULT_P,
+    ReferenceFileError,
+    agreement,
+    match_names,
+    read_reference,
+)
 
 ModelOpt = Annotated[
     list[str],

@@ -10,7 +10,7 @@ evaluation split `test`, few-shot split `train`), and gets the suite's metrics
 (`finetasks_afr.benchmarks.common.mc_metrics`). The perplexity tasks (`demotext_<lang>`, formulation PPL) are built
 as the suite's `flores_ppl_<iso3>` are, with `finetasks_afr.benchmarks.perplexity`'s own prompt function, metrics
 and metadata: the held-out sentence is the query, 0-shot, category GEN, no random baseline (NaN). Importing applies
-`finetasks_afr.compat` (lighteval 0.13's acc_norm_token, acc_norm_pmi and loglikelihood_rolling fixes), like
+`finetasks_afr.scoring.compat` (lighteval 0.13's acc_norm_token, acc_norm_pmi and loglikelihood_rolling fixes), like
 `finetasks_afr/tasks.py`.
 """
 
@@ -28,11 +28,11 @@ from lighteval.tasks.templates.multichoice import MCQInput, get_mcq_prompt_funct
 from lighteval.tasks.templates.utils.formulation import CFFormulation, Formulation, MCFFormulation
 from lighteval.utils.language import Language
 
-from analysis.table import TaskInfo
-from finetasks_afr import compat
 from finetasks_afr.benchmarks import perplexity
 from finetasks_afr.benchmarks.common import mc_metrics
 from finetasks_afr.demo.world import MANIFEST, PPL, TEXT_FIELD, DemoTask, World
+from finetasks_afr.scores.table import TaskInfo
+from finetasks_afr.scoring import compat
 
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
 FORMULATION: dict[str, Formulation] = {"CF": CFFormulation(), "MCF": MCFFormulation("Letters")}

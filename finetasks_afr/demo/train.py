@@ -24,7 +24,7 @@ from finetasks_afr.demo.world import World, corpus_for_mix, read_documents
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-from finetasks_afr.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
+from finetasks_afr.demo.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
 
 TOKENIZER_DIR = "tokenizer"
 VOCAB_SIZE = 1536

@@ -30,12 +30,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analysis.io import atomic_write_text, safe_file_name
-from analysis.processes import die_with_parent, starting_children
+from finetasks_afr.base.io import atomic_write_text, safe_file_name
+from finetasks_afr.base.processes import die_with_parent, starting_children
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
 
 if TYPE_CHECKING:
-    from analysis.config import Config
+    from finetasks_afr.analysis.config import Config
 
 STUDY_CONFIG = Path(__file__).resolve().parent.parent / "data" / "study_config.toml"
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
@@ -53,7 +53,7 @@ def run_dir(out: Path, mix: str, seed: int) -> Path:
 
 def prepare_mirror(shared_data: Path, out: Path) -> Path:
     """The local datasets under `out/mirror`, imported once from the shared data's raw releases."""
-    from finetasks_afr.mirror import import_raw
+    from finetasks_afr.data.mirror import import_raw
 
     mirror = Path(out) / "mirror"
     if not (mirror / MIRROR_DONE).is_file():
@@ -114,7 +114,7 @@ def train_all(
 def study_config(sizes: StudySizes) -> Config:
     """The analysis configuration: study_config.toml, with consistency measured over the second half of training
     (the file holds that value for the study's own sizes; other sizes, the CI slice's, are scaled)."""
-    from analysis.config import load_config
+    from finetasks_afr.analysis.config import load_config
 
     config = load_config(STUDY_CONFIG)
     half = sizes.steps * sizes.batch_size * sizes.seq_len // 2
@@ -134,13 +134,13 @@ def run_study(
     """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
     import polars as pl
 
-    from analysis.io import write_csv_atomic
-    from analysis.pipeline import run_aggregate, run_selection
-    from analysis.table import LoadReport, write_scores
+    from finetasks_afr.analysis.pipeline import run_aggregate, run_selection
+    from finetasks_afr.base.io import write_csv_atomic
+    from finetasks_afr.scores.discover import discover
+    from finetasks_afr.scores.table import LoadReport, write_scores
     from finetasks_afr.study.train import train_study_tokenizer
     from finetasks_afr.study.truth import study_truth, summarise_truth
     from finetasks_afr.sweep.collect import collect
-    from finetasks_afr.sweep.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
 

@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from finetasks_afr.demo.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
 from finetasks_afr.study.corpus import mix_blocks, read_corpus, tokenizer_texts
 from finetasks_afr.study.design import LANGUAGES, MIXES, StudySizes
-from finetasks_afr.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

