@@ -157,10 +157,10 @@ test-lm-eval: install
 ## row there, so the core's probe must pick its gathering hook; `from_pretrained` knows no `dtype`), in its own
 ## .venv-tf-oldest with lighteval 0.13 (scripts/tf_oldest_env.sh); about 2 minutes on 2 cores after the install.
 TF_OLDEST_VENV ?= .venv-tf-oldest
-TF_OLDEST_TESTS = tests/test_transformers_compat.py tests/test_scoring.py tests/test_scoring_plan.py \
-	tests/test_scoring_strategies.py tests/test_engine.py tests/test_partial_scoring.py tests/test_compat_metrics.py \
-	tests/test_perplexity_tasks.py tests/test_sweep.py tests/test_sweep_phases.py tests/test_longppl.py \
-	tests/test_longppl_e2e.py tests/test_recommend.py tests/test_translation.py
+TF_OLDEST_TESTS = tests/scoring/test_transformers_compat.py tests/scoring/test_scoring.py tests/scoring/test_scoring_plan.py \
+	tests/scoring/test_scoring_strategies.py tests/scoring/test_engine.py tests/scoring/test_partial_scoring.py tests/scoring/test_compat_metrics.py \
+	tests/benchmarks/test_perplexity_tasks.py tests/sweep/test_sweep.py tests/sweep/test_sweep_phases.py tests/perplexity/test_longppl.py \
+	tests/perplexity/test_longppl_e2e.py tests/perplexity/test_recommend.py tests/benchmarks/test_translation.py
 test-transformers-oldest:
 	TF_OLDEST_VENV=$(TF_OLDEST_VENV) bash scripts/tf_oldest_env.sh
 	$(TF_OLDEST_VENV)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(TF_OLDEST_TESTS)
@@ -192,7 +192,7 @@ bench-smoke: install
 	$(PY) bench/bench_core.py --smoke --out $(SMOKE_OUT)/core.json
 	$(PY) bench/bench_scale.py --sizes 1M --no-targets
 
-## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/test_afrobench_coverage.py checks it).
+## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/benchmarks/test_afrobench_coverage.py checks it).
 coverage-table: install
 	$(PY) scripts/afrobench_coverage.py --write
 

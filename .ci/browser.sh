@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium for CI: tests/test_report_html.py renders the HTML selection report with it
+# Headless Chromium for CI: tests/analysis/test_report_html.py renders the HTML selection report with it
 # (screenshot + DOM dump). Debian's `chromium` package installs /usr/bin/chromium; nothing is
 # downloaded at test time.
 #

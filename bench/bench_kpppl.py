@@ -7,8 +7,7 @@ A tiny BERT masked LM (`finetasks_afr.demo.tiny.make_tiny_masked_lm`, hidden 64,
 depend on the weights) is built in a temporary directory. For each sentence length (tokens between `<s>` and
 `</s>`) and mask fraction, one synthetic sentence of exactly that many tokens is scored with
 `finetasks_afr.perplexity.recommend.masked_token_logprobs`: `batched` runs the k masked copies through the model
-together
-(up to `--batch-rows` per pass), `unbatched` runs one pass per copy. Each variant is timed `--repeats` times,
+together (up to `--batch-rows` per pass), `unbatched` runs one pass per copy. Each variant is timed `--repeats` times,
 alternating, in the same process; the table shows the median seconds per sentence and the ratio
 unbatched / batched (the speed-up of batching). Both variants return the same log-probabilities (checked here
 too, to 1e-5).

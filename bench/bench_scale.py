@@ -2,9 +2,8 @@
 
 1. Equality: the 1M-row table of `make bench`, analysed in memory (compute_signal, select, aggregate), against the
    streaming path (finetasks_afr.analysis.streaming) over the same table written as parquet in task order, in
-   partitions small
-   enough that there are several. Every value of the signal, the decisions, the suites, the coverage flags and
-   the ranking frames and notes is compared; floats within 1e-9 (relative, 1e-12 absolute), all else exactly.
+   partitions small enough that there are several. Every value of the signal, the decisions, the suites, the coverage
+   flags and the ranking frames and notes is compared; floats within 1e-9 (relative, 1e-12 absolute), all else exactly.
    Any difference fails the bench (exit 2).
 2. Scale: for each size, the synthetic table is generated into out/bench-scale/ in chunks (generation is not
    timed, and the file is kept for the next run; its name carries the generator's hash), then the streaming

@@ -3,10 +3,9 @@
 AfroBench's datasets and languages are read from the `task:` names of lm-evaluation-harness's AfroBench YAMLs
 (`tests/fixtures/lm_eval_04/afrobench_task_names.txt`, listed from the repository at a cited commit), decoded by
 the same rules that read AfroBench results (`finetasks_afr.scores.lm_eval.afrobench_task_info`); AfriHate, which
-AfroBench
-runs through its API only, from its task list in AfroBench's repository. Ours are the languages of the suite's
+AfroBench runs through its API only, from its task list in AfroBench's repository. Ours are the languages of the suite's
 tasks (`TASK_INFO`). The table between the README's `afrobench-coverage` markers must equal what this prints:
-`tests/test_afrobench_coverage.py` checks it, and `make coverage-table` rewrites it.
+`tests/benchmarks/test_afrobench_coverage.py` checks it, and `make coverage-table` rewrites it.
 
     python scripts/afrobench_coverage.py            # print the table
     python scripts/afrobench_coverage.py --write    # rewrite the README section

@@ -18,11 +18,10 @@ Tasks: the demo's multiple-choice log-likelihood tasks, CF and MCF. Excluded, wi
 perplexity tasks (`demotext_*`): lighteval 0.13's vLLM backend has no rolling log-likelihood
 (`VLLMModel.loglikelihood_rolling` raises NotImplementedError; checked in the source at run time). The suite's
 partial-scoring tasks (Winogrande CF, `finetasks_afr.scoring.partial_scoring`) are not in the demo and would not run on
-vLLM
-either (they patch the transformers backend only).
+vLLM either (they patch the transformers backend only).
 
-The comparison (everything above `run_check`) needs neither vLLM nor lighteval: `tests/test_vllm_check.py` runs it
-in the main environment on doctored details.
+The comparison (everything above `run_check`) needs neither vLLM nor lighteval: `tests/scoring/test_vllm_check.py` runs
+it in the main environment on doctored details.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """One raw-import mirror of ../shared/data per test session, shared by the test modules that read real rows.
 
 `finetasks_afr.data.mirror.import_raw` over the whole of ../shared/data takes about 10 s; the gold-answer,
-prompt-hygiene
-and raw-release tests all read the same mirror, so it is built once per pytest process (pytest runs the suite in one
-process) under the session's temporary directory and handed out read-only. A test that needs to add datasets to it
-(the prompt-hygiene test writes the hand-made hub rows beside the real ones) takes `overlay`: a new folder whose
-real datasets are hard links to the shared files, so nothing it writes reaches the shared mirror.
+prompt-hygiene and raw-release tests all read the same mirror, so it is built once per pytest process (pytest runs the
+suite in one process) under the session's temporary directory and handed out read-only. A test that needs to add
+datasets to it (the prompt-hygiene test writes the hand-made hub rows beside the real ones) takes `overlay`: a new
+folder whose real datasets are hard links to the shared files, so nothing it writes reaches the shared mirror.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 The figures are drawn by the analysis's own plotting (`finetasks_afr.analysis.explore.readme_figures`): the training
 curves of the best kept task and of the most clearly dropped task of the same language and formulation,
 that language's criteria overview and the ordering consistency of its tasks. The PNGs are byte-reproducible;
-tests/test_explore.py checks that the committed ones match what this script draws.
+tests/analysis/test_explore.py checks that the committed ones match what this script draws.
 """
 
 from __future__ import annotations

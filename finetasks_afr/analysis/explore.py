@@ -3,8 +3,7 @@
 Everything shown comes from the analysis: statistics and decisions from `finetasks_afr.analysis.pipeline.analyse`
 (the same `compute_signal` + `select` + `aggregate` as `finetasks-afr select`), figures from
 `finetasks_afr.analysis.plots`, Kendall's tau from `finetasks_afr.analysis.signal.kendall_between`. Figures are
-returned as
-matplotlib `Figure` objects (no pyplot state); `figure_png` turns one into PNG bytes for display.
+returned as matplotlib `Figure` objects (no pyplot state); `figure_png` turns one into PNG bytes for display.
 Only `readme_figures` writes files.
 """
 

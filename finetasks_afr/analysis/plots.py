@@ -987,8 +987,7 @@ def plot_english_gap(shown: pl.DataFrame, gaps: pl.DataFrame, benchmark: str, ou
     """The gap to English of one benchmark: at the last checkpoint per language, then its curve per language.
 
     `shown` are `finetasks_afr.analysis.english_gap.display_rows` (one variant per benchmark, one task per language and
-    run),
-    `gaps` the gap curves. The first panel has one point per (language, run) with its interval; each following
+    run), `gaps` the gap curves. The first panel has one point per (language, run) with its interval; each following
     panel is one language, one line per run over tokens (steps when a row lacks tokens) with its interval as a
     band. A dashed line marks no gap. Raises ValueError naming the benchmark when it has no shown row.
     """

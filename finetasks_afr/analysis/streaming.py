@@ -2,8 +2,7 @@
 
 Every signal statistic is per (task, fewshot, metric), every selection decision is made among one task's rows,
 and the ranking's first stage is per (run, task) (`finetasks_afr.analysis.aggregate.TaskScores`). So the table is read
-in
-partitions that each hold whole tasks (contiguous ranges of task names, sized from one pass over the task
+in partitions that each hold whole tasks (contiguous ranges of task names, sized from one pass over the task
 column), the in-memory functions run on each partition unchanged, and only their per-task outputs are kept and
 combined: one implementation of each statistic, and memory bounded by a partition, not the table. Small
 partitions are also faster per row than one big frame (the group-bys' hash tables stay in cache).
@@ -141,7 +140,8 @@ def analyse_parquet(
 ) -> StreamedAnalysis:
     """`compute_signal`, `select` and (when a kept task is rankable) `aggregate` of a score table, by partitions.
 
-    Equal to the in-memory path value by value (tests/test_streaming_analysis.py, `make bench-scale` at 1M rows).
+    Equal to the in-memory path value by value (tests/analysis/test_streaming_analysis.py, `make bench-scale` at 1M
+    rows).
     `workers` > 1 analyses that many partitions at once in child processes (memory: one partition each).
     """
     scan = source if isinstance(source, pl.LazyFrame) else pl.scan_parquet(source)

@@ -9,8 +9,7 @@ write_failure`), not a traceback. Two things stand in the way, and this module r
   so neither `except OSError` nor `error.errno` sees the full disk. The number in "(os error N)" is the errno.
 - a buffered write that fails when its file is closed raises an OSError without a file name, and one that fails
   in `finetasks_afr.base.io.atomic_write` names its hidden temporary file (`.scores.parquet.x1y2z3a4.tmp`), which is
-  removed
-  before anyone reads the message. `writing(path)` names the file that was being written instead.
+  removed before anyone reads the message. `writing(path)` names the file that was being written instead.
 """
 
 from __future__ import annotations

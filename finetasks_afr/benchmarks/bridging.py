@@ -14,8 +14,7 @@ ts; af, xh and zu differ from it in 40 rows). The English test split exists only
 Winogrande CF is partial scoring (Trinh & Le 2018; lm-evaluation-harness `winogrande`): the option fills the
 blank and the model scores only the rest of the sentence, log P(rest | sentence before the blank + option), with
 one context per option (`finetasks_afr.scoring.partial_scoring`, which `finetasks_afr/tasks.py` applies). Its metrics
-are
-acc, acc_norm and acc_norm_token: PMI is meaningless when every option scores the same continuation. A sentence
+are acc, acc_norm and acc_norm_token: PMI is meaningless when every option scores the same continuation. A sentence
 with the blank first is scored too (context = the option alone).
 
 Sentences with no letter after the blank ("... for the _.", about 4% of the test rows, English included, as the
@@ -29,7 +28,7 @@ Zulu "u_", travels with the option), and "option + rest" as each continuation. T
 `winogrande` (query = sentence up to the blank, choices = option + rest). On these documents acc favours the
 shorter option as it does in lighteval's task; acc_norm (per character) and acc_norm_token correct for length. A
 sentence with nothing at all after the blank is still skipped, as before, and one with nothing before the blank
-either would have no context to condition on. tests/test_data_artefacts.py counts both kinds per language.
+either would have no context to condition on. tests/data/test_data_artefacts.py counts both kinds per language.
 Winogrande MCF: the sentence with its blank as the question and the two options as lettered choices.
 MMLU takes its 5 few-shot examples from the dev split.
 """

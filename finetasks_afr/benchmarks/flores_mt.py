@@ -2,13 +2,12 @@
 
 SIB-200 (source key "sib200", declared in :mod:`finetasks_afr.benchmarks.sib200`) is built from FLORES-200 dev and
 devtest sentences: every language's config has the same rows under the same `index_id` (the FLORES sentence id,
-unique across SIB-200's train/validation/test), with the same topic; tests/test_translation.py checks this on
+unique across SIB-200's train/validation/test), with the same topic; tests/benchmarks/test_translation.py checks this on
 every language of the real release. A task reads ONE config (lighteval loads one per task), the African
 language's, and finds the English sentence of each row by `index_id` in the `eng_Latn` config, loaded once per
 location through the suite's loader, as lighteval's load is (`finetasks_afr.data.sources.load_dataset`: the hub
-repository
-Davlan/sib200 and a local mirror both work). Both configs are read from ONE place, resolved when the task is built:
-the mirror when it holds both, else the hub (a partial mirror without `eng_Latn` would otherwise pair mirrored
+repository Davlan/sib200 and a local mirror both work). Both configs are read from ONE place, resolved when the task is
+built: the mirror when it holds both, else the hub (a partial mirror without `eng_Latn` would otherwise pair mirrored
 rows with hub rows, and fail offline).
 
 Tasks (:mod:`finetasks_afr.benchmarks.translation` for the forms and metrics), per language X:
@@ -29,11 +28,11 @@ directions, both forms); a pair inside the few-shot split goes too, as two of it
 show one source with two translations. Evaluation rows of a group are flagged in the log, not dropped: with their
 twins out of the pool nothing leaks, and dropping them would make the 204-sentence test set differ from every other
 evaluation of SIB-200/FLORES; each is one mis-paired sentence that no model can translate into its reference.
-tests/test_data_artefacts.py lists the rows.
+tests/data/test_data_artefacts.py lists the rows.
 
 Generation size: 512 tokens, above the longest SIB-200 test sentence in characters in any language
-(tests/test_translation.py checks it on the real rows), so a tokenizer that spends at most one token per character
-is never cut short; generation stops at the first newline anyway.
+(tests/benchmarks/test_translation.py checks it on the real rows), so a tokenizer that spends at most one token per
+character is never cut short; generation stops at the first newline anyway.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """LongPPL tasks: perplexity of the key paragraphs of long target-language documents given all that precedes them.
 
 One task per language prepared with `finetasks-afr longppl prepare --out DIR` (finetasks_afr.perplexity.longppl), found
-in
-`$FINETASKS_AFR_LONGPPL_DIR` (= DIR) when the task table is built: `longppl_<iso3>`, formulation PPL, 0-shot.
+in `$FINETASKS_AFR_LONGPPL_DIR` (= DIR) when the task table is built: `longppl_<iso3>`, formulation PPL, 0-shot.
 Building the table only lists that directory (no model, no file read). A language without a prepared folder has
 no task (lighteval then answers "Cannot find task longppl_<iso3>"); with the variable unset there are none.
 

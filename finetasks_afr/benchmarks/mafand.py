@@ -18,7 +18,7 @@ Loading: the repository at its pinned revision 7028115028b104388af7ec2eb7b7888fc
 `refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
 That branch carries no README listing the configs, and datasets 5 turns such a tree into one `default` config, so
 each task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.data.sources`, "Hub forms";
-tests/test_published_layouts.py loads a replica of that layout). Generation size 512 tokens
+tests/data/test_published_layouts.py loads a replica of that layout). Generation size 512 tokens
 (not measured on the references: no MAFAND rows are available offline; FLORES' longest sentence is 490 characters).
 """
 

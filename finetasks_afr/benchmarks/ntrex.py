@@ -8,8 +8,7 @@ a same-text copy), as lm-evaluation-harness's AfroBench takes them from test
 african-english/ntrex#L6-L10; fields from ntrex_mey_Arab-eng_Latn.yaml#L2-L4 and gen_utils.py#L41-L73).
 
 Tasks: `ntrex_mt_{en2xx,xx2en}_{ll,gen}_<xx>` (:mod:`finetasks_afr.benchmarks.translation`). NTREX-128 was translated
-FROM
-English; its authors recommend scoring the English-sourced direction only (paper abstract, quoted in AfroBench's
+FROM English; its authors recommend scoring the English-sourced direction only (paper abstract, quoted in AfroBench's
 ntrex/README.md): xx2en tasks are built as AfroBench builds them, but en2xx is the direction the data supports.
 
 Mapping: `mlg_Latn` (Malagasy, macrolanguage) is our Plateau Malagasy `plt`, as in FLORES; `orm_Ethi` is the

@@ -27,9 +27,8 @@ Loading at the pin (1867a893, 'Upload 9 files', the last data upload): the files
 (README YAML `configs:`) of that commit lists `.json` for English too, so `load_dataset(..., "en_multiple_choice")`
 at the pin fails ("Unable to find ... en_multiple_choice_train.json"). The source declares English's real files
 (`DatasetSource.data_files`), which the suite's loader passes as `data_files` for that config only
-(:mod:`finetasks_afr.data.sources`, "Hub forms"; tests/test_published_layouts.py loads a replica of that commit). The
-pin
-stays: it is the last data upload seen, and no later commit with a corrected card was seen offline.
+(:mod:`finetasks_afr.data.sources`, "Hub forms"; tests/data/test_published_layouts.py loads a replica of that
+commit). The pin stays: it is the last data upload seen, and no later commit with a corrected card was seen offline.
 
 Licence: the card says MIT now, but hub pages captured in September 2024, around the pinned upload, showed
 cc-by-nc-4.0, most likely the card of the pinned commit: treat it as POSSIBLY NON-COMMERCIAL until that card is read.

@@ -14,7 +14,7 @@ PPL, lower is better, no chance level), and a greedy summary scored with chrF++ 
 Why chrF++ and not ROUGE-L (AfroBench's metric): lighteval's `Metrics.rougeL` is `rouge_score` with its default
 tokenizer, which lower-cases and keeps only `[a-z0-9]` runs, so an Amharic or Tigrinya summary (Ge'ez script) has
 no tokens at all and scores 0 whatever the model writes, and Yoruba or Igbo words lose every letter with a diacritic
-(tests/test_summarisation_diacritics.py shows both). XL-Sum's authors score with a multilingual fork of rouge
+(tests/benchmarks/test_summarisation_diacritics.py shows both). XL-Sum's authors score with a multilingual fork of rouge
 (language-specific tokenizers and stemmers) that lighteval does not ship. chrF++ works on characters and
 whitespace-split words of any script.
 
@@ -36,7 +36,7 @@ Loading: the repository at its pinned revision 8c7cfa67e9dcf4c03a15c83ef3ce2004c
 `refs/convert/parquet`, `<config>/<split>/*.parquet`, hub form `parquet-branch`), which is not a pinned commit.
 That branch has no README naming the configs, and datasets 5 turns such a tree into one `default` config, so each
 task reads its config's folder (`data_dir=<config>`; :mod:`finetasks_afr.data.sources`, "Hub forms";
-tests/test_published_layouts.py loads a replica of that layout). `finetasks-afr data mirror` mirrors it the same
+tests/data/test_published_layouts.py loads a replica of that layout). `finetasks-afr data mirror` mirrors it the same
 way, config by config.
 """
 

@@ -16,8 +16,7 @@ rows of the first one ever loaded (a fingerprint in the README's body does not h
 hashed). Naming each file after its content makes changed rows a new path, hence a new cache entry.
 
 Order of writes (each file atomic via `finetasks_afr.base.io`): data files first, the README last, then the data files
-the
-new README no longer lists are removed. The previous README keeps pointing at the previous files, which stay until
+the new README no longer lists are removed. The previous README keeps pointing at the previous files, which stay until
 the new README is in place, so a folder interrupted at any point is the whole old dataset or the whole new one;
 files of a failed write are removed again, and so are the folders it made (a full disk leaves no empty config
 folder, nor an empty mirror root), and `.tmp` leftovers of a killed run are removed by the next one. A write the

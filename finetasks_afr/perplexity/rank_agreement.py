@@ -17,7 +17,7 @@ overlap of the two lists' prefixes of length ``d`` and ``A_d = X_d / d`` their a
                 + ( (X_l - X_s)/l + X_s/s ) p^l
 
   This is exactly what the `rbo` package (PyPI 0.1.3, ``RankingSimilarity.rbo_ext``) computes on lists without
-  duplicates; ``tests/test_rank_agreement.py`` checks the two agree on random lists.
+  duplicates; ``tests/perplexity/test_rank_agreement.py`` checks the two agree on random lists.
 
 Both lists must be rankings without ties and without duplicates (a duplicate is an error naming it); two empty
 lists score 1, one empty list 0 (the `rbo` package's convention). Kendall's tau (:func:`kendall_tau`) uses

@@ -366,8 +366,7 @@ def prompt_word_counts() -> dict[str, tuple[int, int, int]]:
     """iso3 -> (human-sourced, drafted, missing) over the word fields, for every language with a lighteval member.
 
     Human-sourced: a word from a human source (finetasks_afr.prompts.prompt_words, or lighteval's own Swahili words),
-    even
-    where a doubt keeps it flagged; drafted: a model-drafted word, or for the Arabic varieties lighteval's Modern
+    even where a doubt keeps it flagged; drafted: a model-drafted word, or for the Arabic varieties lighteval's Modern
     Standard Arabic word borrowed, flagged needs_review; missing: no word (languages without an entry, which get
     only English-word prompts).
     """

@@ -14,7 +14,7 @@ few machine-made ones. `derive` turns such rows into one word per (language, lig
 - every (language, field) whose human sources disagree is a conflict, kept with all candidates.
 
 The project must work without `../shared`, so the result is embedded below (`HUMAN_WORDS`, `CONFLICTS`);
-`tests/test_prompt_words.py` re-derives it from the TSV and requires equality.
+`tests/prompts/test_prompt_words.py` re-derives it from the TSV and requires equality.
 """
 
 # ruff: noqa: E501  (the embedded table quotes long source locations verbatim)

@@ -45,7 +45,8 @@ JOINING_SCRIPTS = frozenset(
 recognised by the first word of its characters' names ("ARABIC LETTER NOON", "SINHALA SIGN AL-LAKUNA")."""
 
 # Co: the private-use blocks (Unicode has kept them fixed since 2.0); Cf: scanned in the planes that have any
-# (0-3 and 14), so the import costs a third of a full scan. tests/test_prompt_cleaning.py compares with a full scan.
+# (0-3 and 14), so the import costs a third of a full scan. tests/prompts/test_prompt_cleaning.py compares with a full
+# scan.
 _PRIVATE_USE = ((0xE000, 0xF8FF), (0xF0000, 0xFFFFD), (0x100000, 0x10FFFD))
 _VARIATION_SELECTORS = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 

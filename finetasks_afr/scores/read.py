@@ -34,8 +34,7 @@ def read_scores(
 
     `task_info`, `tokens_per_step` and `skip_unknown` apply to lm-evaluation-harness input only. A folder or .json
     holding lm-eval 0.4 results (`results_*.json` with `configs`/`n-shot`) is read by `finetasks_afr.scores.lm_eval`,
-    anything
-    else JSON by the v0 reader (`read_lm_eval_harness`).
+    anything else JSON by the v0 reader (`read_lm_eval_harness`).
     """
     path = Path(path)
     if not path.exists():

@@ -85,7 +85,7 @@ Fix 6: option case (issue 26, item 5). lighteval's templates pass every option, 
     a single letter used as a symbol (followed by punctuation, by a token that is not a word, or by nothing: "p = 4",
     "a. and c."). A plain lower-case word ("strength.", "book flight") is still capitalised as lighteval does: its
     case says nothing, and the prompts stay lighteval's. On the Bridging-the-Gap MMLU test files this keeps the case
-    of 7-19 options per language (tests/test_option_case.py).
+    of 7-19 options per language (tests/scoring/test_option_case.py).
 
 What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
@@ -828,7 +828,7 @@ def bootstrap_perplexities(metric: Any, population: list, seed: int, number_draw
     to right starting from the int 0 (a cumulative sum along each draw, after adding 0.0 to its first term), and
     sums ints exactly (int64, bounded by 2^31 per item); the divisions are the same IEEE operations elementwise;
     `math.exp` and `np.mean` are called per draw on the same values (np.mean of a contiguous float64 row is
-    np.mean of the list). tests/test_compat_metrics.py compares the two on random populations.
+    np.mean of the list). tests/scoring/test_compat_metrics.py compares the two on random populations.
     """
     import numpy as np
 

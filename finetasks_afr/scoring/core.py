@@ -18,7 +18,8 @@ the same numbers wherever it is scored:
   left context by all of them.
 - `score_choices` / `score_continuations`: (context, [continuations]) documents, lighteval's log-likelihood
   requests. Documents with the same context tokens (across tasks) form one group, and a group is scored by one of
-  three strategies chosen by `_strategy` (all equal to full logits in float32, tests/test_scoring_strategies.py):
+  three strategies chosen by `_strategy` (all equal to full logits in float32,
+  tests/scoring/test_scoring_strategies.py):
   - "packed" (the default wherever the model passes `_packs`'s probe): the context and every continuation without
     its last token in one row, under a block attention mask (a continuation sees the context and its own earlier
     tokens) with position ids restarting at the context's length for each continuation; the context's last

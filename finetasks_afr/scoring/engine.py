@@ -13,8 +13,7 @@ two methods and nothing else:
   (every PMI choice of a run shares the one "Answer:" context). Each call's plan (groups, packed batches' tensors:
   `scoring.plan_choices`) is kept in `_PLANS` and reused by the next checkpoints asking the same request tokens.
   The rolling (perplexity) branch goes to `finetasks_afr.scoring.compat.rolling_loglikelihood`, the core's windowing
-  rule.
-  lighteval's `@cached` wrappers, the compat fixes and partial scoring sit above this method and are untouched.
+  rule. lighteval's `@cached` wrappers, the compat fixes and partial scoring sit above this method and are untouched.
 - `tok_encode_pair`: memoised per process, keyed by a digest of the tokenizer's files (`tokenizer_digest`), so a
   sweep tokenises each request once per worker and re-tokenises only when a checkpoint's tokenizer differs.
 
@@ -205,7 +204,7 @@ class SharedPrefixModel(TransformersModel):
         whitespace moves to each continuation, the context is encoded with the model's special tokens and loses a
         final EOS, continuations without special tokens; a batched call encodes each text as `encode` does. The
         first request of each call is also tokenised one by one, and any difference turns batching off for this
-        model, with a warning (tests/test_engine.py compares every request of its tasks).
+        model, with a warning (tests/scoring/test_engine.py compares every request of its tasks).
         """
         if not self._batched_pairs_allowed():
             return

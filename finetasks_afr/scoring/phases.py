@@ -2,9 +2,8 @@
 
 A sweep evaluating a checkpoint activates one `PhaseClock`; code anywhere below it (the engine, the pipeline and
 tracker subclasses of `finetasks_afr.scoring.lighteval_runtime`, the forward-pass hooks, the garbage collector's
-callback)
-marks its work with `phase(name)`. Phases nest and time is exclusive: a second spent in a forward pass inside the
-scoring core counts for `forward` only, so the phases of a checkpoint add up to its wall time and nothing is counted
+callback) marks its work with `phase(name)`. Phases nest and time is exclusive: a second spent in a forward pass inside
+the scoring core counts for `forward` only, so the phases of a checkpoint add up to its wall time and nothing is counted
 twice. With no clock active (lighteval's CLI, tests), `phase` costs one global lookup.
 
 This module imports nothing heavy: the engine uses it outside sweeps too.

@@ -359,8 +359,7 @@ def _known_task_info(
 ) -> dict[str, TaskInfo]:
     """Metadata for tasks the sweep manifests do not describe. Precedence: the task-info CSV, the custom module,
     finetasks_afr.scores.lm_eval's built-in info (tasks of lm-eval 0.4 files only), the suite; a module (a few seconds
-    of
-    lighteval import and task building) is imported only when needed."""
+    of lighteval import and task building) is imported only when needed."""
     described = {task for result in parsed for task in result.task_info}
     wanted = {key.partition("|")[0] for result in parsed for key in result.results if key != "all"} - described
     known: dict[str, TaskInfo] = {}

@@ -7,9 +7,8 @@ rename (see `finetasks_afr.sweep.store`), so a kill at any moment loses at most 
 
 Backends: lighteval's transformers ("accelerate") backend, the default, with two engines: `finetasks` (default:
 `finetasks_afr.scoring.engine.SharedPrefixModel`, each context scored once for all its choices, one Pipeline per task
-list
-and worker reused across checkpoints, tokenisation memoised per tokenizer digest) and `lighteval` (lighteval's own
-`TransformersModel`, a fresh Pipeline per checkpoint, for comparison; same scores, tests/test_engine.py); and
+list and worker reused across checkpoints, tokenisation memoised per tokenizer digest) and `lighteval` (lighteval's own
+`TransformersModel`, a fresh Pipeline per checkpoint, for comparison; same scores, tests/scoring/test_engine.py); and
 lighteval's vLLM backend (`backend="vllm"`, with `finetasks_afr.scoring.compat_vllm`'s shims; checked on CPU against the
 transformers backend by `make test-vllm`, not run on a GPU here).
 """
@@ -580,7 +579,7 @@ class Evaluator:
 
         The first checkpoint builds it (tasks, documents, few-shot contexts, requests); later checkpoints with the
         same task list reuse it with their own model and results tracker, re-seeded as a fresh Pipeline would be,
-        so their results equal a fresh Pipeline's (tests/test_engine.py). Only the finetasks engine reuses; the
+        so their results equal a fresh Pipeline's (tests/scoring/test_engine.py). Only the finetasks engine reuses; the
         lighteval engine builds a Pipeline per checkpoint, as lighteval does. Either way the Pipeline is
         `timed_pipeline_class()`: lighteval's, with its phases marked.
         """

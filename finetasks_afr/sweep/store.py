@@ -64,7 +64,7 @@ a sweep directory or a score table.
 - max_samples: a subset of the documents is another estimate of the score.
 
 Not result-changing: the task list (each part records its tasks; adding tasks to a sweep is how it grows), the
-engine (`finetasks` and `lighteval` give the same scores, tests/test_engine.py), batch size and device (the same
+engine (`finetasks` and `lighteval` give the same scores, tests/scoring/test_engine.py), batch size and device (the same
 sums up to float rounding, about 1e-6 in log-probability; batches are right-padded and unmasked), the worker and
 thread counts, `--save-details`, and the few-shot sampling (lighteval seeds it with a constant, not an option).
 The custom tasks module and the data mirror are locations, not contents: the same module is found at other paths
@@ -277,8 +277,7 @@ class SweepStore:
     @contextlib.contextmanager
     def directory_lock(self) -> Iterator[None]:
         """`finetasks_afr.base.io.output_lock` of the sweep directory; a holder that outlasts the wait is a
-        `SweepStoreError`
-        naming it (the sweep command's exit 2), not a traceback."""
+        `SweepStoreError` naming it (the sweep command's exit 2), not a traceback."""
         held = contextlib.ExitStack()
         try:
             held.enter_context(output_lock(self.root))
