@@ -123,6 +123,25 @@ def study_config(sizes: StudySizes) -> Config:
     return config
 
 
+RESUMED_STAGES = ("tokenizer", "training", "evaluation")
+"""Stages whose finished work a resumed study keeps: their time adds up over the invocations that did it. The other
+stages are redone whole each time, so theirs is the last invocation's."""
+
+
+def stage_seconds(previous_record: Path, timings: dict[str, float]) -> dict[str, float]:
+    """The time each stage took, over every invocation of this study directory: a resumed study (or `make
+    study-publish` after `make study`) does not replace the 27 minutes of training with the second it took to see
+    that the runs are trained."""
+    try:
+        before = json.loads(previous_record.read_text(encoding="utf-8")).get("seconds", {})
+    except (OSError, ValueError):
+        before = {}
+    return {
+        stage: round(seconds + float(before.get(stage, 0.0)), 1) if stage in RESUMED_STAGES else seconds
+        for stage, seconds in timings.items()
+    }
+
+
 def run_study(
     out: Path,
     shared_data: Path,
@@ -203,8 +222,10 @@ def run_study(
         "tasks": tasks,
         "seconds": timings,
     }  # fmt: skip
+    seconds = stage_seconds(out / "study.json", timings)
+    record["seconds"] = seconds
     atomic_write_text(out / "study.json", json.dumps(record, indent=2, sort_keys=True) + "\n")
-    log("stage times: " + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in timings.items()))
+    log("stage times: " + ", ".join(f"{stage} {value:.0f} s" for stage, value in seconds.items()))
     return {
         "scores": scores,
         "selection": out / "selection",

@@ -64,6 +64,9 @@ def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, t
     trained_at = done.stat().st_mtime_ns
     lines.clear()
     run_study(out, shared_data, sizes, workers=1, log=lines.append)
+    resumed = json.loads(paths["study"].read_text(encoding="utf-8"))["seconds"]
+    for stage in ("tokenizer", "training", "evaluation"):  # the work done before is still counted
+        assert resumed[stage] >= record["seconds"][stage], (stage, resumed, record["seconds"])
     assert done.stat().st_mtime_ns == trained_at
     assert "training: every run is already trained" in lines
     assert pl.read_parquet(paths["scores"]).equals(table)
