@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 ## Offline (HF_HUB_OFFLINE=1, the default here) lighteval's CLI downloads tinyBenchmarks.pkl at every start and dies
-## with a DNS error: an empty placeholder is made when the file is absent (README, "Running lighteval offline").
+## with a DNS error: an empty placeholder is made when the file is absent (docs/tasks-and-data.md, "Running lighteval offline").
 install: $(STAMP)
 	@if [ "$$HF_HUB_OFFLINE" = 1 ]; then $(PY) -c "$$TINY_BENCHMARKS_PLACEHOLDER"; fi
 
@@ -49,7 +49,7 @@ lint: install
 
 ## The docs site (mkdocs.yml) -> out/site/; --strict: a broken link, anchor or nav entry fails the build.
 docs: install
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 typecheck: install
 	$(VENV)/bin/mypy
@@ -89,7 +89,7 @@ notebooks: install
 notebooks-strip: install
 	$(PY) notebooks/nbtools.py strip $(NOTEBOOKS)
 
-## The README's demo figures (docs/figures/) from the bundled sweep.
+## The demo figures of the README and the docs (docs/figures/) from the bundled sweep.
 figures: install
 	$(PY) docs/figures/make_figures.py
 
@@ -192,7 +192,7 @@ bench-smoke: install
 	$(PY) bench/bench_core.py --smoke --out $(SMOKE_OUT)/core.json
 	$(PY) bench/bench_scale.py --sizes 1M --no-targets
 
-## The README's coverage table against AfroBench (scripts/afrobench_coverage.py; tests/benchmarks/test_afrobench_coverage.py checks it).
+## The coverage table of docs/tasks-and-data.md against AfroBench (scripts/afrobench_coverage.py; tests/benchmarks/test_afrobench_coverage.py checks it).
 coverage-table: install
 	$(PY) scripts/afrobench_coverage.py --write
 

@@ -1,14 +1,15 @@
-"""The README's coverage table against AfroBench, computed from AfroBench's own task names and our suite.
+"""The coverage table of docs/tasks-and-data.md against AfroBench, computed from AfroBench's own task names and
+our suite.
 
 AfroBench's datasets and languages are read from the `task:` names of lm-evaluation-harness's AfroBench YAMLs
 (`tests/fixtures/lm_eval_04/afrobench_task_names.txt`, listed from the repository at a cited commit), decoded by
 the same rules that read AfroBench results (`finetasks_afr.scores.lm_eval.afrobench_task_info`); AfriHate, which
 AfroBench runs through its API only, from its task list in AfroBench's repository. Ours are the languages of the suite's
-tasks (`TASK_INFO`). The table between the README's `afrobench-coverage` markers must equal what this prints:
+tasks (`TASK_INFO`). The table between the page's `afrobench-coverage` markers must equal what this prints:
 `tests/benchmarks/test_afrobench_coverage.py` checks it, and `make coverage-table` rewrites it.
 
     python scripts/afrobench_coverage.py            # print the table
-    python scripts/afrobench_coverage.py --write    # rewrite the README section
+    python scripts/afrobench_coverage.py --write    # rewrite the page's section
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 TASK_NAMES = PROJECT / "tests" / "fixtures" / "lm_eval_04" / "afrobench_task_names.txt"
-README = PROJECT / "README.md"
+PAGE = PROJECT / "docs" / "tasks-and-data.md"  # the page that shows the table
 START, END = "<!-- afrobench-coverage:start -->", "<!-- afrobench-coverage:end -->"
 
 # AfroBench's languages that are not African (pivots and the non-African FLORES / NTREX / XL-Sum configs):
@@ -148,17 +149,17 @@ def table() -> str:
 
 
 def write_readme(text: str) -> None:
-    readme = README.read_text(encoding="utf-8")
+    readme = PAGE.read_text(encoding="utf-8")
     before, _, rest = readme.partition(START)
     _, _, after = rest.partition(END)
     if not rest:
-        raise SystemExit(f"{README}: no {START} marker")
-    README.write_text(f"{before}{START}\n{text}\n{END}{after}", encoding="utf-8")
+        raise SystemExit(f"{PAGE}: no {START} marker")
+    PAGE.write_text(f"{before}{START}\n{text}\n{END}{after}", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help="rewrite the README section")
+    parser.add_argument("--write", action="store_true", help="rewrite the section of docs/tasks-and-data.md")
     args = parser.parse_args(argv)
     text = table()
     if args.write:

@@ -55,7 +55,7 @@ def _load(
 ) -> tuple[pl.DataFrame, LoadReport]:
     path = scores or BUNDLED_SWEEP
     if scores is None and not BUNDLED_SWEEP.is_file():
-        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
+        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make bundle`")
     with console.status(f"loading {path}"):
         try:
             return read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)

@@ -54,7 +54,7 @@ def report_command(
 
     require_analysis_out(out)
     if scores is None and not BUNDLED_SWEEP.is_file():
-        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make demo`")
+        raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make bundle`")
     path = scores or BUNDLED_SWEEP
     try:
         cfg = load_config(config_for(scores, config))

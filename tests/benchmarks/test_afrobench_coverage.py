@@ -1,5 +1,6 @@
-"""The README's coverage table against AfroBench is the one `scripts/afrobench_coverage.py` computes from AfroBench's
-task names and the suite, and every AfroBench task name decodes to a language (none hides among the non-African)."""
+"""The coverage table of docs/tasks-and-data.md against AfroBench is the one `scripts/afrobench_coverage.py`
+computes from AfroBench's task names and the suite, and every AfroBench task name decodes to a language (none
+hides among the non-African)."""
 
 from __future__ import annotations
 
@@ -22,9 +23,11 @@ def _script() -> ModuleType:
 
 def test_the_readme_table_is_the_computed_one() -> None:
     script = _script()
-    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    readme = (PROJECT / "docs" / "tasks-and-data.md").read_text(encoding="utf-8")
     section = readme.split(script.START)[1].split(script.END)[0].strip()
-    assert section == script.table(), "README coverage table is stale: run `make coverage-table` and review the diff"
+    assert section == script.table(), (
+        "docs/tasks-and-data.md coverage table is stale: run `make coverage-table` and review the diff"
+    )
 
 
 def test_every_afrobench_dataset_has_languages_and_only_listed_codes_are_left_out() -> None:

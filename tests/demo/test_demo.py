@@ -4,7 +4,7 @@ control dropped for its designed reason, the noise-ordered task visibly less con
 and a multilingual ranking that puts, on every language, first the mix with the largest share of it.
 
 Two outputs are checked with the same assertions: the bundled demo sweep (`finetasks_afr/data/demo_sweep.parquet`,
-the committed output of `make demo`), re-analysed here with the demo's configuration; and, when
+the committed output of `make bundle`), re-analysed here with the demo's configuration; and, when
 $FINETASKS_AFR_DEMO_DIR names a fresh `finetasks-afr demo` output directory (CI runs the demo before the tests),
 that run's own decisions.csv, language_scores.csv, mixes.json, truth_check.csv and report.
 """

@@ -1,5 +1,6 @@
 """Prompt words from human sources first: the embedded choice equals a re-derivation from the shared TSV, the
-precedence IrokoBench > CLDR > MediaWiki > glibc decides the known conflicts, and the README's counts are true."""
+precedence IrokoBench > CLDR > MediaWiki > glibc decides the known conflicts, and the counts docs/tasks-and-data.md
+gives are true."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from finetasks_afr.prompts import prompt_words
 from finetasks_afr.prompts.literals import LITERALS, WORD_FIELDS, prompt_word_counts
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "tasks-and-data.md"
 
 
 @pytest.mark.shared_data
@@ -78,7 +79,7 @@ def test_literals_use_the_human_words_and_record_their_source() -> None:
 
 
 def test_readme_counts_equal_the_literals() -> None:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     section = text.split("<!-- prompt-words:start -->")[1].split("<!-- prompt-words:end -->")[0]
     rows = re.findall(r"^\| `(\w{3})` \| (\d+) \| (\d+) \| (\d+) \|$", section, flags=re.MULTILINE)
     assert {iso3: (int(h), int(d), int(m)) for iso3, h, d, m in rows} == prompt_word_counts()
