@@ -44,7 +44,7 @@ export TINY_BENCHMARKS_PLACEHOLDER
 ## Style, then the layer contract of .importlinter (the stages import only the stages below them; no circle).
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check finetasks_afr tests bench notebooks docs scripts
+	$(VENV)/bin/ruff format --check finetasks_afr analysis tests bench notebooks docs scripts
 	$(VENV)/bin/lint-imports
 
 ## The docs site (mkdocs.yml) -> out/site/; --strict: a broken link, anchor or nav entry fails the build.
@@ -123,7 +123,7 @@ bench: install
 	$(PY) bench/bench_kpppl.py
 	$(MAKE) bench-sweep
 
-## The analysis streamed by task ranges over parquet (finetasks_afr/analysis/streaming.py): equal to the in-memory path at 1M rows,
+## The analysis streamed by task ranges over parquet (analysis/streaming.py): equal to the in-memory path at 1M rows,
 ## then 10M and 100M synthetic rows (generated in chunks into out/bench-scale/, ~0.5 GB) -> out/bench/scale.json.
 ## One single-threaded worker process per core analyses whole partitions (on the 2-core machine, quiet: 40 s at
 ## 100M rows against 84 s for polars' own threads in one process, measured under load 4.5).

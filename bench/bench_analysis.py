@@ -53,11 +53,11 @@ def _run_polars(shape: dict, repeats: int, queue: Queue[dict[str, Any]]) -> None
 
     import polars as pl
 
-    from finetasks_afr.analysis.aggregate import aggregate
-    from finetasks_afr.analysis.config import load_config
-    from finetasks_afr.analysis.english_gap import english_gap
-    from finetasks_afr.analysis.select import select
-    from finetasks_afr.analysis.signal import compute_signal
+    from analysis.aggregate import aggregate
+    from analysis.config import load_config
+    from analysis.english_gap import english_gap
+    from analysis.select import select
+    from analysis.signal import compute_signal
 
     config = load_config()
     table = _table(shape)
@@ -96,8 +96,8 @@ def _run_polars(shape: dict, repeats: int, queue: Queue[dict[str, Any]]) -> None
 
 
 def _run_pandas(shape: dict, queue: Queue[dict[str, Any]]) -> None:
+    from analysis.config import load_config
     from bench.pandas_reference import compute_signal_reference
-    from finetasks_afr.analysis.config import load_config
 
     config = load_config()
     table = _table(shape).to_pandas()

@@ -1,7 +1,7 @@
 """`make bench-scale`: criteria, selection and ranking of a 100M-row parquet score table, streamed by task ranges.
 
 1. Equality: the 1M-row table of `make bench`, analysed in memory (compute_signal, select, aggregate), against the
-   streaming path (finetasks_afr.analysis.streaming) over the same table written as parquet in task order, in
+   streaming path (analysis.streaming) over the same table written as parquet in task order, in
    partitions small enough that there are several. Every value of the signal, the decisions, the suites, the coverage
    flags and the ranking frames and notes is compared; floats within 1e-9 (relative, 1e-12 absolute), all else exactly.
    Any difference fails the bench (exit 2).
@@ -33,12 +33,12 @@ import polars as pl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.aggregate import aggregate, rankable
+from analysis.config import Config, load_config
+from analysis.select import select
+from analysis.signal import compute_signal
+from analysis.streaming import DEFAULT_PARTITION_ROWS, StreamedAnalysis, analyse_parquet
 from bench.synthetic import make_synthetic_table, write_synthetic_parquet
-from finetasks_afr.analysis.aggregate import aggregate, rankable
-from finetasks_afr.analysis.config import Config, load_config
-from finetasks_afr.analysis.select import select
-from finetasks_afr.analysis.signal import compute_signal
-from finetasks_afr.analysis.streaming import DEFAULT_PARTITION_ROWS, StreamedAnalysis, analyse_parquet
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = ROOT / "out" / "bench-scale"

@@ -54,9 +54,9 @@ def worker(
     keep the world's first tasks and the run's first checkpoints only (the smoke slice)."""
     os.environ.setdefault("TQDM_DISABLE", "1")
     imports_started = time.perf_counter()  # the modules below import lighteval: part of the worker's start-up
+    from analysis.scores.discover import discover
     from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
     from finetasks_afr.demo.world import World
-    from finetasks_afr.scores.discover import discover
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
 

@@ -2,7 +2,7 @@
 
 This is the straightforward "groupby-apply" implementation: one Python function per
 (task, fewshot, metric) group that loops over runs, seeds and steps and calls scipy's spearmanr and
-kendalltau. It exists to check the fast polars implementation (`finetasks_afr.analysis.signal`) and to time it in
+kendalltau. It exists to check the fast polars implementation (`analysis.signal`) and to time it in
 `make bench`; it only gives point estimates (no bootstrap CIs, no reasons), and a statistic that is not
 measurable is NaN here (`three_sigma_kind` is None).
 """
@@ -18,8 +18,8 @@ import pandas as pd
 import polars as pl
 from scipy.stats import kendalltau, spearmanr
 
-from finetasks_afr.analysis.config import Config, load_config
-from finetasks_afr.scores.metrics import metric_info
+from analysis.config import Config, load_config
+from analysis.scores.metrics import metric_info
 
 GROUP_KEYS: list[str] = ["task", "fewshot", "metric"]
 NULL_SEED = -1  # a null seed is one replica; it gets this label for grouping
@@ -46,7 +46,7 @@ NAN = float("nan")
 def compute_signal_reference(table: pd.DataFrame | pl.DataFrame, config: Config | None = None) -> pd.DataFrame:
     """One row per (task, fewshot, metric) with the point estimates of every signal statistic.
 
-    `table` has the columns of `finetasks_afr.scores.table.SCHEMA` (a polars frame is converted). Not-measurable
+    `table` has the columns of `analysis.scores.table.SCHEMA` (a polars frame is converted). Not-measurable
     values are NaN; `three_sigma_kind` is "seed", "stderr" or None.
     """
     if isinstance(table, pl.DataFrame):

@@ -16,9 +16,9 @@ import tempfile
 os.environ["TQDM_DISABLE"] = "1"
 from pathlib import Path
 
+from analysis.scores.discover import discover
 from finetasks_afr.demo.run import DEMO_TASKS_MODULE, WORLD_ENV
 from finetasks_afr.demo.world import World
-from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.evaluate import Evaluator, SweepSpec
 
 parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

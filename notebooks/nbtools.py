@@ -7,7 +7,7 @@
 The kernel is the interpreter running this script (a kernel spec written to a temporary directory points
 at `sys.executable`), so a notebook always runs in the project's virtual environment, whatever
 "python3" kernel Jupyter would otherwise find. Headless runs send `allow_stdin=False`, which
-`finetasks_afr.analysis.explore.is_live_frontend` reads: the notebooks then draw static figures instead of widgets.
+`analysis.explore.is_live_frontend` reads: the notebooks then draw static figures instead of widgets.
 """
 
 from __future__ import annotations
@@ -84,8 +84,8 @@ def unstripped(notebook: nbformat.NotebookNode) -> list[str]:
 
 
 def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
-    """Write atomically (finetasks_afr.base.io), so an interrupted run never leaves half a notebook."""
-    from finetasks_afr.base.io import atomic_write_text
+    """Write atomically (analysis.base.io), so an interrupted run never leaves half a notebook."""
+    from analysis.base.io import atomic_write_text
 
     atomic_write_text(path, nbformat.writes(notebook) + "\n")
 

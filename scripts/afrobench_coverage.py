@@ -3,7 +3,7 @@ our suite.
 
 AfroBench's datasets and languages are read from the `task:` names of lm-evaluation-harness's AfroBench YAMLs
 (`tests/fixtures/lm_eval_04/afrobench_task_names.txt`, listed from the repository at a cited commit), decoded by
-the same rules that read AfroBench results (`finetasks_afr.scores.lm_eval.afrobench_task_info`); AfriHate, which
+the same rules that read AfroBench results (`analysis.scores.lm_eval.afrobench_task_info`); AfriHate, which
 AfroBench runs through its API only, from its task list in AfroBench's repository. Ours are the languages of the suite's
 tasks (`TASK_INFO`). The table between the page's `afrobench-coverage` markers must equal what this prints:
 `tests/benchmarks/test_afrobench_coverage.py` checks it, and `make coverage-table` rewrites it.
@@ -78,7 +78,7 @@ DATASETS: tuple[Dataset, ...] = (
 
 def afrobench_languages() -> dict[str, frozenset[str]]:
     """lm-eval folder -> the African languages of its AfroBench task names (AfriHate's under "")."""
-    from finetasks_afr.scores.lm_eval import afrobench_task_info
+    from analysis.scores.lm_eval import afrobench_task_info
 
     found: dict[str, set[str]] = defaultdict(set)
     folder = ""
@@ -88,9 +88,7 @@ def afrobench_languages() -> dict[str, frozenset[str]]:
         elif line.strip() and not line.startswith("#"):
             info = afrobench_task_info(line.strip())
             if info is None:
-                raise SystemExit(
-                    f"{TASK_NAMES}: task {line.strip()!r} is not recognised by finetasks_afr.scores.lm_eval"
-                )
+                raise SystemExit(f"{TASK_NAMES}: task {line.strip()!r} is not recognised by analysis.scores.lm_eval")
             if info.language not in NOT_AFRICAN and not info.benchmark.endswith("_translate"):
                 found[folder].add(info.language)
     found[""] = set(AFRIHATE_LANGUAGES)

@@ -305,7 +305,7 @@ def vllm_rolling_supported() -> tuple[bool, str]:
 
 
 def pick_checkpoints(demo: Path, run: str | None) -> tuple[str, list]:
-    from finetasks_afr.scores.discover import discover
+    from analysis.scores.discover import discover
 
     root = demo / "checkpoints"
     runs = [run] if run else sorted(str(p.relative_to(root)) for p in root.glob("*/seed-*") if p.is_dir())

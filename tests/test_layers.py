@@ -1,9 +1,11 @@
-"""The layer contract of `.importlinter` (run by `make lint`) holds on the package, and fails on what it forbids.
+"""The contracts of `.importlinter` (run by `make lint`) hold on both packages, and fail on what they forbid.
 
-Each breaking case copies the package into a temporary folder, adds one import the contract forbids, and runs the
-real `lint-imports` with the project's own `.importlinter` on the copy: an upward import between stages, a circle
-between two modules of one package (the `scores/table.py` <-> `scores/lm_eval.py` circle this layout removed),
-and a function-level upward import (the contract sees imports inside functions too).
+Each breaking case copies `finetasks_afr` and `analysis` into a temporary folder, adds one import a contract forbids,
+and runs the real `lint-imports` with the project's own `.importlinter` on the copy: `analysis` importing
+`finetasks_afr` or any of the evaluation stack (lighteval, torch, transformers, datasets, vllm; at module level, in
+a function, or through a sub-module), an upward import between stages, a circle between two modules of one package
+(the `scores/table.py` <-> `scores/lm_eval.py` circle an earlier layout removed), and a function-level upward
+import (the contracts see imports inside functions too).
 """
 
 from __future__ import annotations
@@ -30,31 +32,58 @@ def _lint(root: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _copy_with(tmp_path: Path, module: str, line: str) -> Path:
-    """A copy of the package whose `module` (a path under finetasks_afr/) gets `line` appended."""
+    """A copy of both packages whose `module` (a path under the copy's root, e.g. `analysis/signal.py`) gets `line`
+    appended."""
     root = tmp_path / "copy"
-    shutil.copytree(PROJECT / "finetasks_afr", root / "finetasks_afr", ignore=shutil.ignore_patterns("__pycache__"))
-    target = root / "finetasks_afr" / module
+    for package in ("finetasks_afr", "analysis"):
+        shutil.copytree(PROJECT / package, root / package, ignore=shutil.ignore_patterns("__pycache__"))
+    target = root / module
     target.write_text(target.read_text(encoding="utf-8") + "\n" + line + "\n", encoding="utf-8")
     return root
 
 
-def test_the_package_keeps_both_contracts(tmp_path: Path) -> None:
-    result = _lint(_copy_with(tmp_path, "__init__.py", "# unchanged"))
+def test_the_packages_keep_every_contract(tmp_path: Path) -> None:
+    result = _lint(_copy_with(tmp_path, "finetasks_afr/__init__.py", "# unchanged"))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 4 kept, 0 broken." in result.stdout
+
+
+STANDALONE = "analysis is not allowed to import"
+
+
+@pytest.mark.parametrize(
+    ("module", "line", "forbidden"),
+    [
+        ("analysis/signal.py", "import finetasks_afr.data.bundled", "finetasks_afr"),
+        ("analysis/scores/table.py", "from finetasks_afr.prompts import text", "finetasks_afr"),
+        ("analysis/pipeline.py", "def _model() -> None:\n    import torch", "torch"),
+        ("analysis/base/io.py", "import lighteval.metrics", "lighteval"),
+        ("analysis/plots.py", "def _tok() -> None:\n    from transformers import AutoTokenizer", "transformers"),
+        ("analysis/scores/read.py", "import datasets", "datasets"),
+        ("analysis/streaming.py", "def _engine() -> None:\n    import vllm", "vllm"),
+    ],
+    ids=["finetasks_afr", "finetasks_afr-deep", "torch-in-function", "lighteval", "transformers-in-function",
+         "datasets", "vllm-in-function"],
+)  # fmt: skip
+def test_analysis_importing_the_evaluation_half_breaks_the_contract(
+    tmp_path: Path, module: str, line: str, forbidden: str
+) -> None:
+    result = _lint(_copy_with(tmp_path, module, line))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"{STANDALONE} {forbidden}" in result.stdout.replace("\n", " "), result.stdout
 
 
 @pytest.mark.parametrize(
     ("module", "line", "needle"),
     [
-        ("base/io.py", "import finetasks_afr.analysis.select", "finetasks_afr.base is not allowed to import"),
+        ("analysis/base/io.py", "import analysis.select", "analysis.base is not allowed to import"),
         (
-            "scores/table.py",
-            "from finetasks_afr.scores import lm_eval",
-            "No cycles are allowed in finetasks_afr.scores",
+            "analysis/scores/table.py",
+            "from analysis.scores import lm_eval",
+            "No cycles are allowed in analysis.scores",
         ),
         (
-            "data/sources.py",
+            "finetasks_afr/data/sources.py",
             "def _upward() -> None:\n    from finetasks_afr.benchmarks import common",
             "finetasks_afr.data is not allowed to import finetasks_afr.benchmarks",
         ),

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from finetasks_afr.scores.table import TaskInfo
+from analysis.scores.table import TaskInfo
 
 ENV = "FINETASKS_AFR_TOY_DATA"
 ITEMS = [

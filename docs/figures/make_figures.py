@@ -2,7 +2,7 @@
 
     .venv/bin/python docs/figures/make_figures.py [--scores TABLE] [--out docs/figures]
 
-The figures are drawn by the analysis's own plotting (`finetasks_afr.analysis.explore.readme_figures`): the training
+The figures are drawn by the analysis's own plotting (`analysis.explore.readme_figures`): the training
 curves of the best kept task and of the most clearly dropped task of the same language and formulation,
 that language's criteria overview and the ordering consistency of its tasks. The PNGs are byte-reproducible;
 tests/analysis/test_explore.py checks that the committed ones match what this script draws.
@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from finetasks_afr.analysis.explore import readme_figures
+from analysis.explore import readme_figures
+from finetasks_afr.data.bundled import BUNDLED_SWEEP, config_for
 
 
 def main() -> None:
@@ -21,7 +22,7 @@ def main() -> None:
     parser.add_argument("--scores", type=Path, default=None, help="score table (default: the bundled demo sweep)")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent, help="output folder")
     args = parser.parse_args()
-    for path in readme_figures(args.out, args.scores):
+    for path in readme_figures(args.out, args.scores or BUNDLED_SWEEP, config_for(args.scores, None)):
         print(f"wrote {path}")
 
 

@@ -36,11 +36,11 @@ from lighteval.tasks.templates.utils.formulation import (
 )
 from lighteval.utils.language import Language
 
+from analysis.scores.table import ENGLISH_PROMPT_SUFFIX, TaskInfo
 from finetasks_afr.data.sources import hf_location, install_lighteval_loader
 from finetasks_afr.prompts.languages import AfricanLanguage
 from finetasks_afr.prompts.literals import native_prompt_available, prompt_language
 from finetasks_afr.prompts.text import INVISIBLE, clean  # noqa: F401 (re-exported: the benchmarks import it from here)
-from finetasks_afr.scores.table import ENGLISH_PROMPT_SUFFIX, TaskInfo
 
 logger = logging.getLogger(__name__)
 

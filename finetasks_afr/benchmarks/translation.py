@@ -60,9 +60,9 @@ from lighteval.tasks.templates.translation import TranslationInput, get_translat
 from lighteval.tasks.templates.utils.formulation import CFFormulation
 from lighteval.utils.language import Language
 
+from analysis.scores.table import TaskInfo
 from finetasks_afr.benchmarks.common import build_config, clean, skipping
 from finetasks_afr.prompts.languages import AfricanLanguage
-from finetasks_afr.scores.table import TaskInfo
 
 FORMS: dict[str, str] = {"ll": "PPL", "gen": "GEN"}  # task-name form -> formulation label
 CATEGORY = "GEN"

@@ -10,10 +10,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.analysis.aggregate import AggregateError
-from finetasks_afr.analysis.config import Config, ConfigError, load_config
-from finetasks_afr.analysis.select import DecisionsError, read_decisions
-from finetasks_afr.base.io import OutputDirectoryError, output_lock
+from analysis.aggregate import AggregateError
+from analysis.base.io import OutputDirectoryError, output_lock
+from analysis.config import Config, ConfigError, load_config
+from analysis.scores.read import read_scores
+from analysis.scores.table import LoadReport, ScoreTableError
+from analysis.select import DecisionsError, read_decisions
 from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,
     console,
@@ -24,8 +26,6 @@ from finetasks_afr.cli.common import (
     wrote_line,
 )
 from finetasks_afr.data.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.scores.read import read_scores
-from finetasks_afr.scores.table import LoadReport, ScoreTableError
 
 SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
@@ -35,9 +35,7 @@ ScoresArg = Annotated[
                    "or lm-eval 0.4's --output_path folder). Default: the bundled sweep."),
 ]  # fmt: skip
 OutOpt = Annotated[Path, typer.Option("--out", help="Output directory.")]
-ConfigOpt = Annotated[
-    Path | None, typer.Option("--config", help="TOML file overriding finetasks_afr/analysis/default_config.toml.")
-]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="TOML file overriding analysis/default_config.toml.")]
 TaskInfoOpt = Annotated[
     Path | None,
     typer.Option("--task-info", help="CSV task,benchmark,language,category,formulation,random_baseline "
@@ -84,7 +82,7 @@ def select_command(
     figures: Annotated[bool, typer.Option(help="Write figures (matplotlib).")] = True,
 ) -> None:
     """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md/.html, figures/."""
-    from finetasks_afr.analysis.pipeline import run_selection
+    from analysis.pipeline import run_selection
 
     require_analysis_out(out)
     cfg = _config(config, scores)
@@ -132,7 +130,7 @@ def aggregate_command(
     skip_unknown: SkipOpt = False,
 ) -> None:
     """Rank the runs on the selected tasks: DIR/ranking.csv (mean rank, Borda, mean win rate)."""
-    from finetasks_afr.analysis.pipeline import run_aggregate
+    from analysis.pipeline import run_aggregate
 
     require_analysis_out(out)
     cfg = _config(config, scores)
@@ -182,7 +180,7 @@ def demo_command(
 
     paths = run_demo(out, DemoSettings(workers=workers), log=lambda line: console.print(line))
     if bundle:
-        from finetasks_afr.base.io import atomic_write
+        from analysis.base.io import atomic_write
 
         for source, target in ((paths["truth"], BUNDLED_TRUTH), (paths["mixes"], BUNDLED_MIXES),
                                (paths["scores"], BUNDLED_SWEEP)):  # fmt: skip

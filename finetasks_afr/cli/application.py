@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from finetasks_afr.base.processes import run_interruptible
+from analysis.base.processes import run_interruptible
 from finetasks_afr.cli import analysis, data, longppl, recommend, report, sweep
 
 

@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from finetasks_afr.base.io import OutputDirectoryError
-from finetasks_afr.base.write_errors import ANYWHERE_ERRNOS, refused_write
+from analysis.base.io import OutputDirectoryError
+from analysis.base.write_errors import ANYWHERE_ERRNOS, refused_write
 
 console = Console(stderr=True)
 TOKENS_PER_STEP_HELP = (
@@ -142,7 +142,7 @@ def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Ex
 
 
 def waiting_note(line: str) -> None:
-    """The one line a command prints while another process holds its output (`finetasks_afr.base.io.output_lock`)."""
+    """The one line a command prints while another process holds its output (`analysis.base.io.output_lock`)."""
     console.print(f"[yellow]note:[/] {escape(line)}")
 
 

@@ -12,8 +12,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from finetasks_afr.analysis.config import ConfigError, load_config
-from finetasks_afr.base.io import OutputDirectoryError, output_lock
+from analysis.base.io import OutputDirectoryError, output_lock
+from analysis.config import ConfigError, load_config
+from analysis.scores.read import read_scores
+from analysis.scores.table import ScoreTableError
 from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,
     console,
@@ -24,8 +26,6 @@ from finetasks_afr.cli.common import (
     wrote_line,
 )
 from finetasks_afr.data.bundled import BUNDLED_SWEEP, config_for
-from finetasks_afr.scores.read import read_scores
-from finetasks_afr.scores.table import ScoreTableError
 
 """The default score table (as `finetasks-afr select`); the figures stack is imported only when the command runs."""
 
@@ -40,7 +40,7 @@ def report_command(
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("out/report"),
     config: Annotated[
-        Path | None, typer.Option("--config", help="TOML file overriding finetasks_afr/analysis/default_config.toml.")
+        Path | None, typer.Option("--config", help="TOML file overriding analysis/default_config.toml.")
     ] = None,
     task_info: Annotated[
         Path | None, typer.Option("--task-info", help="CSV of task metadata for lm-evaluation-harness tasks.")
@@ -50,7 +50,7 @@ def report_command(
 ) -> None:
     """Write the selection report of SCORES into DIR: report.html (+ one page per language), report.md,
     figures/, and the selection's decisions.csv, suites/ and ranking.csv."""
-    from finetasks_afr.analysis.pipeline import run_selection
+    from analysis.pipeline import run_selection
 
     require_analysis_out(out)
     if scores is None and not BUNDLED_SWEEP.is_file():

@@ -100,8 +100,8 @@ def sweep_command(
     ] = None,
 ) -> None:
     """Evaluate every checkpoint of the runs on the tasks; resumable (rerun the same command to continue)."""
+    from analysis.scores.discover import DiscoveryError, discover, token_override_note
     from finetasks_afr.data.sources import DATA_DIR_ENV
-    from finetasks_afr.scores.discover import DiscoveryError, discover, token_override_note
     from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, SweepSpec, TaskListError, parse_tasks
     from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
     from finetasks_afr.sweep.store import SweepStoreError
@@ -162,7 +162,7 @@ def sweep_command(
         qos=slurm_qos,
         setup=list(slurm_setup or []),
     )
-    from finetasks_afr.base.processes import set_interrupt_note
+    from analysis.base.processes import set_interrupt_note
 
     set_interrupt_note("the sweep store is consistent; rerun the same command to resume")  # parts commit by rename
     try:
@@ -171,7 +171,7 @@ def sweep_command(
                                console=console)  # fmt: skip
     except (TaskListError, SweepStoreError) as error:
         raise fail(str(error)) from error
-    from finetasks_afr.base.io import OutputDirectoryError, output_lock
+    from analysis.base.io import OutputDirectoryError, output_lock
 
     try:  # the table is a directory-level file: written under the directory's lock (other sweeps hold it briefly)
         with output_lock(out, on_wait=waiting_note):
@@ -209,8 +209,8 @@ def _warn_incomplete(table: Path, held: list) -> None:
 
 
 def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> None:
-    from finetasks_afr.base.io import OutputDirectoryError, output_lock
-    from finetasks_afr.scores.table import ScoreTableError, write_scores
+    from analysis.base.io import OutputDirectoryError, output_lock
+    from analysis.scores.table import ScoreTableError, write_scores
     from finetasks_afr.sweep.collect import CollectError, collect
 
     kept = f"any previous {target.name} was kept and no partial file is left"

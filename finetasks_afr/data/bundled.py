@@ -20,7 +20,7 @@ BUNDLED_MIXES = DATA / "demo_sweep_mixes.json"
 
 def config_for(scores: Path | str | None, config: Path | str | None) -> Path | None:
     """The configuration file to analyse `scores` with: `config` when given; the demo's own for the bundled sweep
-    (no `scores`, or the bundled file itself); else None (finetasks_afr/analysis/default_config.toml, the FineTasks
+    (no `scores`, or the bundled file itself); else None (analysis/default_config.toml, the FineTasks
     values)."""
     if config is not None:
         return Path(config)

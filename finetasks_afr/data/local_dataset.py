@@ -15,12 +15,12 @@ With fixed file names a rebuilt dataset, or another dataset in a folder of the s
 rows of the first one ever loaded (a fingerprint in the README's body does not help: measured, the body is not
 hashed). Naming each file after its content makes changed rows a new path, hence a new cache entry.
 
-Order of writes (each file atomic via `finetasks_afr.base.io`): data files first, the README last, then the data files
+Order of writes (each file atomic via `analysis.base.io`): data files first, the README last, then the data files
 the new README no longer lists are removed. The previous README keeps pointing at the previous files, which stay until
 the new README is in place, so a folder interrupted at any point is the whole old dataset or the whole new one;
 files of a failed write are removed again, and so are the folders it made (a full disk leaves no empty config
 folder, nor an empty mirror root), and `.tmp` leftovers of a killed run are removed by the next one. A write the
-system refuses is raised as an OSError naming the file (`finetasks_afr.base.write_errors.writing`).
+system refuses is raised as an OSError naming the file (`analysis.base.write_errors.writing`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from typing import Any
 
 import yaml
 
-from finetasks_afr.base.io import atomic_write_text, remove_stale_temporaries
-from finetasks_afr.base.write_errors import writing
+from analysis.base.io import atomic_write_text, remove_stale_temporaries
+from analysis.base.write_errors import writing
 
 README_NAME = "README.md"
 DIGEST_LENGTH = 16

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from finetasks_afr.base.write_errors import ANYWHERE_ERRNOS, os_error_behind
+from analysis.base.write_errors import ANYWHERE_ERRNOS, os_error_behind
 from finetasks_afr.data.local_dataset import Layout, write_dataset_folder
 from finetasks_afr.data.raw import RawImporter, Unit
 from finetasks_afr.data.sources import (

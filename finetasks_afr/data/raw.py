@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from finetasks_afr.base.encoding import TextEncodingError, decode_user_text
+from analysis.base.encoding import TextEncodingError, decode_user_text
 
 csv.field_size_limit(sys.maxsize)
 

@@ -32,12 +32,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
-from finetasks_afr.base.processes import die_with_parent, starting_children
+from analysis.base.processes import die_with_parent, starting_children
 from finetasks_afr.data.bundled import BUNDLED_CONFIG
 
 if TYPE_CHECKING:
+    from analysis.scores.table import LoadReport
     from finetasks_afr.demo.world import World
-    from finetasks_afr.scores.table import LoadReport
     from finetasks_afr.sweep.collect import CollectReport
 
 DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
@@ -139,7 +139,7 @@ def prepare_world(out: Path, world_seed: int) -> World:
 def _load_report(scores: Path, collected: CollectReport) -> LoadReport:
     """The analysis's `LoadReport` of the collected table: the report's source is the score file the demo wrote
     (what `finetasks-afr select <scores>` would name), its notes are what collection skipped, superseded or noted."""
-    from finetasks_afr.scores.table import LoadReport
+    from analysis.scores.table import LoadReport
 
     return LoadReport(source=str(scores), n_rows=collected.rows, notes=collected.summary().splitlines()[1:])
 
@@ -153,13 +153,13 @@ def mixes_design(world: World) -> dict[str, dict[str, float]]:
 
 def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
     """Run (or resume) the whole demo under `out`; returns the paths of its main outputs."""
-    from finetasks_afr.analysis.config import load_config
-    from finetasks_afr.analysis.pipeline import run_aggregate, run_selection
-    from finetasks_afr.base.io import atomic_write_text, write_csv_atomic
+    from analysis.base.io import atomic_write_text, write_csv_atomic
+    from analysis.config import load_config
+    from analysis.pipeline import run_aggregate, run_selection
+    from analysis.scores.discover import discover
+    from analysis.scores.table import write_scores
     from finetasks_afr.demo.train import train_tokenizer
     from finetasks_afr.demo.truth import truth_check
-    from finetasks_afr.scores.discover import discover
-    from finetasks_afr.scores.table import write_scores
     from finetasks_afr.sweep.collect import collect
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep

@@ -54,8 +54,8 @@ from typing import Literal
 import numpy as np
 import polars as pl
 
-from finetasks_afr.base.io import atomic_write
-from finetasks_afr.scores.table import KEY, SCHEMA
+from analysis.base.io import atomic_write
+from analysis.scores.table import KEY, SCHEMA
 
 TaskKind = Literal["learnable", "late_emerging", "noisy", "random_label", "non_monotone"]
 
@@ -82,7 +82,7 @@ TRUTH_COLUMNS: dict[str, pl.DataType] = {
     "expected_reason": pl.String(),
 }
 
-# The criterion each kind is built to fail (the `require` names of finetasks_afr/analysis/default_config.toml).
+# The criterion each kind is built to fail (the `require` names of analysis/default_config.toml).
 # A random_label task also fails monotonicity (its curve is flat); the one named is the designed cause.
 EXPECTED_REASON: dict[str, str] = {
     "learnable": "kept",
@@ -272,7 +272,7 @@ def simulate_sweep(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
         seed: seed of the numpy generator; the same seed gives equal frames.
 
     Returns:
-        The score table, with exactly `finetasks_afr.scores.table.SCHEMA`'s columns and dtypes, one row per
+        The score table, with exactly `analysis.scores.table.SCHEMA`'s columns and dtypes, one row per
         (run, seed, step, task, fewshot, metric), sorted by that key; and the truth table (task, kind,
         expected_kept, expected_reason), one row per task. SIMULATED data, see the module docstring.
     """

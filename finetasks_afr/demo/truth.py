@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from finetasks_afr.analysis.report import format_ci
+from analysis.report import format_ci
 
-# Patterns of the selection's reasons (finetasks_afr/analysis/select.py) for the criterion a control is designed to
+# Patterns of the selection's reasons (analysis/select.py) for the criterion a control is designed to
 # fail.
 NON_RANDOM_FAILED = r"-?(?:[\d.]+|inf) sigma above random <= "
 SNR_FAILED = r"snr [\d.]+ < "

@@ -37,7 +37,7 @@ not learn to answer with a letter. Every gold position (letter) is balanced, so 
 one letter scores chance exactly.
 
 Everything is a pure function of the seed: building twice gives byte-identical files. Every file is written
-atomically (`finetasks_afr.base.io`), the datasets by
+atomically (`analysis.base.io`), the datasets by
 `finetasks_afr.data.local_dataset` (data files named after their content);
 `world.json` is written last, so a world without it is incomplete.
 """
@@ -52,7 +52,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Literal
 
-from finetasks_afr.base.io import atomic_write_text
+from analysis.base.io import atomic_write_text
 from finetasks_afr.data.local_dataset import Layout, write_dataset_folder
 
 LANGUAGES: tuple[str, ...] = ("qaa", "qab", "qac")

@@ -35,9 +35,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from finetasks_afr.base.encoding import TextEncodingError, read_user_text
-from finetasks_afr.base.io import atomic_write_text
-from finetasks_afr.base.write_errors import writing
+from analysis.base.encoding import TextEncodingError, read_user_text
+from analysis.base.io import atomic_write_text
+from analysis.base.write_errors import writing
 from finetasks_afr.data.local_dataset import removed_if_failed, write_dataset_folder
 from finetasks_afr.data.sources import LANGUAGE_CODE, LONGPPL_DIR_ENV, LONGPPL_SPLIT
 from finetasks_afr.scoring import core as scoring

@@ -786,8 +786,8 @@ def write_output(
 
     import polars as pl
 
-    from finetasks_afr.base.io import atomic_write_text, write_csv_atomic
-    from finetasks_afr.base.write_errors import writing
+    from analysis.base.io import atomic_write_text, write_csv_atomic
+    from analysis.base.write_errors import writing
 
     path = Path(path)
     rows = result_rows(recommendation)

@@ -30,12 +30,12 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from finetasks_afr.base.io import atomic_write_text, safe_file_name
-from finetasks_afr.base.processes import die_with_parent, starting_children
+from analysis.base.io import atomic_write_text, safe_file_name
+from analysis.base.processes import die_with_parent, starting_children
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
 
 if TYPE_CHECKING:
-    from finetasks_afr.analysis.config import Config
+    from analysis.config import Config
 
 STUDY_CONFIG = Path(__file__).resolve().parent.parent / "data" / "study_config.toml"
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
@@ -114,7 +114,7 @@ def train_all(
 def study_config(sizes: StudySizes) -> Config:
     """The analysis configuration: study_config.toml, with consistency measured over the second half of training
     (the file holds that value for the study's own sizes; other sizes, the CI slice's, are scaled)."""
-    from finetasks_afr.analysis.config import load_config
+    from analysis.config import load_config
 
     config = load_config(STUDY_CONFIG)
     half = sizes.steps * sizes.batch_size * sizes.seq_len // 2
@@ -153,10 +153,10 @@ def run_study(
     """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
     import polars as pl
 
-    from finetasks_afr.analysis.pipeline import run_aggregate, run_selection
-    from finetasks_afr.base.io import write_csv_atomic
-    from finetasks_afr.scores.discover import discover
-    from finetasks_afr.scores.table import LoadReport, write_scores
+    from analysis.base.io import write_csv_atomic
+    from analysis.pipeline import run_aggregate, run_selection
+    from analysis.scores.discover import discover
+    from analysis.scores.table import LoadReport, write_scores
     from finetasks_afr.study.train import train_study_tokenizer
     from finetasks_afr.study.truth import study_truth, summarise_truth
     from finetasks_afr.sweep.collect import collect

@@ -18,9 +18,9 @@ from itertools import pairwise
 import polars as pl
 from scipy.stats import kendalltau
 
-from finetasks_afr.analysis.aggregate import task_scores
+from analysis.aggregate import task_scores
+from analysis.scores.metrics import metric_info
 from finetasks_afr.demo.truth import TRUTH_SCHEMA
-from finetasks_afr.scores.metrics import metric_info
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES
 
 NO_DESIGN = "no designed order"
@@ -117,7 +117,7 @@ def language_ranking_rows(
 
 def final_task_scores(table: pl.DataFrame, chosen: pl.DataFrame) -> dict[str, dict[str, float]]:
     """task -> run -> the mean over seeds at the run's final step, on the task's chosen (fewshot, metric); the same
-    scores the aggregation ranks (`finetasks_afr.analysis.aggregate.task_scores`)."""
+    scores the aggregation ranks (`analysis.aggregate.task_scores`)."""
     if chosen.is_empty():
         return {}
     scored = task_scores(table, chosen.select("task", "fewshot", "metric")).scores

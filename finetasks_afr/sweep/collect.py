@@ -3,13 +3,13 @@
 Works on a sweep's output (each results file sits in a part folder whose `part.json` names the checkpoint and
 the tasks' metadata) and on the output of anyone's own `lighteval accelerate` loop: then the checkpoint is read
 from the results file's `model_name` (a local path such as `runs/mix-a/seed-1/checkpoint-200`, by the rules of
-`finetasks_afr.scores.discover`, or a hub id with a `stepN` revision), tokens from the checkpoint's
+`analysis.scores.discover`, or a hub id with a `stepN` revision), tokens from the checkpoint's
 `trainer_state.json` when it is still there, else `tokens_per_step`; task metadata from our suite's TASK_INFO,
 a custom tasks module's TASK_INFO, or a task-info CSV.
 
 lm-evaluation-harness 0.4 results files (`results_<datetime>.json` with `configs`/`n-shot`) found among them are
-read by `finetasks_afr.scores.lm_eval` (checkpoint from `config.model_args` by the same rule,
-`finetasks_afr.scores.lm_eval.checkpoint_of`;
+read by `analysis.scores.lm_eval` (checkpoint from `config.model_args` by the same rule,
+`analysis.scores.lm_eval.checkpoint_of`;
 group aggregates skipped; one filter per metric) and described by its built-in AfroBench task info unless the
 task-info CSV or a custom module says otherwise.
 
@@ -29,14 +29,14 @@ from typing import Any
 
 import polars as pl
 
-from finetasks_afr.scores.discover import (
+from analysis.scores.discover import (
     Checkpoint,
     DiscoveryError,
     separate_models,
     token_override_note,
     tokens_origin,
 )
-from finetasks_afr.scores.lm_eval import (
+from analysis.scores.lm_eval import (
     builtin_task_info,
     check_token_counts,
     checkpoint_of,
@@ -45,8 +45,8 @@ from finetasks_afr.scores.lm_eval import (
     read_results_file,
     unknown_tasks,
 )
-from finetasks_afr.scores.metrics import metric_info
-from finetasks_afr.scores.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
+from analysis.scores.metrics import metric_info
+from analysis.scores.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
@@ -85,7 +85,7 @@ class _ResultFile:
     task_info: dict[str, TaskInfo]
     order: str  # sorts older before newer
     settings: dict | None = None  # a sweep part's result-changing settings
-    lm_eval: bool = False  # an lm-evaluation-harness 0.4 file (finetasks_afr.scores.lm_eval's task info applies)
+    lm_eval: bool = False  # an lm-evaluation-harness 0.4 file (analysis.scores.lm_eval's task info applies)
     from_sweep: bool = False  # a sweep part: its run was named at discovery, not read from a path
     notes: list[str] = field(default_factory=list)  # what reading it left out
     tokens_from: str = ""  # where the checkpoint's token count came from, for conflict messages
@@ -93,7 +93,7 @@ class _ResultFile:
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
     """Every results file under the roots: lighteval's `results_*.json`, a sweep part's `results.json`, and lm-eval
-    0.4 results whatever their name (`finetasks_afr.scores.lm_eval.lm_eval_files`: by name or by content)."""
+    0.4 results whatever their name (`analysis.scores.lm_eval.lm_eval_files`: by name or by content)."""
     files: set[Path] = set()
     for root in map(Path, roots):
         if root.is_file():
@@ -358,7 +358,7 @@ def _known_task_info(
     parsed: list[_ResultFile], task_info: Mapping[str, TaskInfo] | Path | None, custom_tasks: str | Path | None
 ) -> dict[str, TaskInfo]:
     """Metadata for tasks the sweep manifests do not describe. Precedence: the task-info CSV, the custom module,
-    finetasks_afr.scores.lm_eval's built-in info (tasks of lm-eval 0.4 files only), the suite; a module (a few seconds
+    analysis.scores.lm_eval's built-in info (tasks of lm-eval 0.4 files only), the suite; a module (a few seconds
     of lighteval import and task building) is imported only when needed."""
     described = {task for result in parsed for task in result.task_info}
     wanted = {key.partition("|")[0] for result in parsed for key in result.results if key != "all"} - described

@@ -31,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finetasks_afr.base.encoding import TextEncodingError, read_user_text
-from finetasks_afr.base.io import atomic_write_text
-from finetasks_afr.base.names import control_character_problem
-from finetasks_afr.base.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
-from finetasks_afr.scores.discover import Checkpoint
+from analysis.base.encoding import TextEncodingError, read_user_text
+from analysis.base.io import atomic_write_text
+from analysis.base.names import control_character_problem
+from analysis.base.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
+from analysis.scores.discover import Checkpoint
 from finetasks_afr.scoring import phases
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, RESULTS_FILE, SweepStore, part_id
 

@@ -27,9 +27,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.base.processes import die_with_parent, sigterm_exits, starting_children, stop_processes
-from finetasks_afr.base.write_errors import writing
-from finetasks_afr.scores.discover import Checkpoint
+from analysis.base.processes import die_with_parent, sigterm_exits, starting_children, stop_processes
+from analysis.base.write_errors import writing
+from analysis.scores.discover import Checkpoint
 from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, check_tasks, evaluate_shard
 from finetasks_afr.sweep.store import SweepStore
 

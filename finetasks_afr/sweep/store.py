@@ -37,9 +37,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from finetasks_afr.base.io import OutputLockedError, atomic_write_text, lock_holder, output_lock, try_lock
-from finetasks_afr.base.write_errors import writing
-from finetasks_afr.scores.discover import Checkpoint
+from analysis.base.io import OutputLockedError, atomic_write_text, lock_holder, output_lock, try_lock
+from analysis.base.write_errors import writing
+from analysis.scores.discover import Checkpoint
 
 PART_MANIFEST = "part.json"
 RESULTS_FILE = "results.json"
@@ -245,7 +245,7 @@ class SweepStore:
     def record_settings(self, settings: dict) -> None:
         """Record the sweep's result-changing settings, or refuse ones that differ from those already recorded.
 
-        Checked and written under the directory's lock (`finetasks_afr.base.io.output_lock`, held only for this), so two
+        Checked and written under the directory's lock (`analysis.base.io.output_lock`, held only for this), so two
         sweeps starting at once on a new directory cannot both record.
         """
         with self.directory_lock():
@@ -276,7 +276,7 @@ class SweepStore:
 
     @contextlib.contextmanager
     def directory_lock(self) -> Iterator[None]:
-        """`finetasks_afr.base.io.output_lock` of the sweep directory; a holder that outlasts the wait is a
+        """`analysis.base.io.output_lock` of the sweep directory; a holder that outlasts the wait is a
         `SweepStoreError` naming it (the sweep command's exit 2), not a traceback."""
         held = contextlib.ExitStack()
         try:

@@ -1,4 +1,4 @@
-"""Tests for finetasks_afr.analysis.aggregate: a hand-computed example, gaps, ties, a reference check, properties."""
+"""Tests for analysis.aggregate: a hand-computed example, gaps, ties, a reference check, properties."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 from scipy.stats import rankdata
 
-from finetasks_afr.analysis.aggregate import AggregateError, AggregateResult, aggregate, write_ranking
-from finetasks_afr.analysis.config import AggregateConfig
-from finetasks_afr.scores.table import CATEGORIES, SCHEMA
+from analysis.aggregate import AggregateError, AggregateResult, aggregate, write_ranking
+from analysis.config import AggregateConfig
+from analysis.scores.table import CATEGORIES, SCHEMA
 
 Row = tuple[str, int | None, int, str, str, float]  # run, seed, step, task, metric, score
 

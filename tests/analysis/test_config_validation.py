@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from finetasks_afr.analysis.config import ConfigError, load_config
+from analysis.config import ConfigError, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

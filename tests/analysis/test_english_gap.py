@@ -1,4 +1,4 @@
-"""The gap to English over training (finetasks_afr.analysis.english_gap): a hand-computed case, scipy's Spearman rho,
+"""The gap to English over training (analysis.english_gap): a hand-computed case, scipy's Spearman rho,
 and a simulated sweep whose gaps are known, recovered within their intervals, with narrowing and widening told apart."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from scipy.stats import norm, spearmanr
 
-from finetasks_afr.analysis.config import Config
-from finetasks_afr.analysis.english_gap import (
+from analysis.config import Config
+from analysis.english_gap import (
     GAP_COLUMNS,
     SUMMARY_COLUMNS,
     display_rows,
@@ -20,7 +20,7 @@ from finetasks_afr.analysis.english_gap import (
     metric_family,
     pair_tasks,
 )
-from finetasks_afr.scores.table import validate
+from analysis.scores.table import validate
 
 RUNS = ("mix-afr60", "mix-afr10", "mix-eng")
 SEEDS = (0, 1, 2, 3)
@@ -227,8 +227,8 @@ def test_a_table_without_english_tasks_has_no_gap() -> None:
 
 
 def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_benchmark(tmp_path: Path) -> None:
-    from finetasks_afr.analysis.pipeline import run_selection
-    from finetasks_afr.scores.table import LoadReport
+    from analysis.pipeline import run_selection
+    from analysis.scores.table import LoadReport
 
     table = simulate_gap_sweep()
     out = tmp_path / "out"
@@ -252,8 +252,8 @@ def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_bench
 
 
 def test_no_gap_section_or_files_without_english_counterparts(tmp_path: Path) -> None:
-    from finetasks_afr.analysis.pipeline import run_selection
-    from finetasks_afr.scores.table import LoadReport
+    from analysis.pipeline import run_selection
+    from analysis.scores.table import LoadReport
 
     table = simulate_gap_sweep().filter(pl.col("language") != "eng")
     out = tmp_path / "out"

@@ -1,4 +1,4 @@
-"""finetasks_afr.analysis.explore (the notebook's helpers) and the figures it draws: values come from the decisions,
+"""analysis.explore (the notebook's helpers) and the figures it draws: values come from the decisions,
 ranks and taus are right on hand-made tables, widgets react, the README figures are up to date."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 from scipy.stats import kendalltau
 
-from finetasks_afr.analysis import explore
-from finetasks_afr.analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
+from analysis import explore
+from analysis.plots import BAND_LABELS, seed_curves, task_criteria_figure, training_curves_figure
+from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
 from tests.typed_values import number
 
 DOCS_FIGURES = Path(__file__).resolve().parents[2] / "docs" / "figures"
@@ -22,7 +23,7 @@ SIMULATED = Path(__file__).resolve().parents[2] / "finetasks_afr" / "data" / "si
 
 @pytest.fixture(scope="module")
 def ex() -> explore.Exploration:
-    return explore.explore()
+    return explore.explore(BUNDLED_SWEEP, BUNDLED_CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -328,7 +329,7 @@ def test_interactive_panel_redraws(ex: explore.Exploration) -> None:
 
 @pytest.mark.slow  # ~15 s on 2 cores: the criteria overview's label placement
 def test_readme_figures_are_up_to_date(tmp_path: Path) -> None:
-    paths = explore.readme_figures(tmp_path)
+    paths = explore.readme_figures(tmp_path, BUNDLED_SWEEP, BUNDLED_CONFIG)
     assert [p.name for p in paths] == [
         "demo_curves_kept.png",
         "demo_curves_dropped.png",

@@ -19,14 +19,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-import finetasks_afr.analysis.pipeline as pipeline
-from finetasks_afr.analysis.config import load_config
-from finetasks_afr.analysis.pipeline import check_inside, run_selection
-from finetasks_afr.analysis.select import DecisionsError, read_decisions, safe_file_name
-from finetasks_afr.base.io import OUTPUT_MARKER, OutputDirectoryError
+import analysis.pipeline as pipeline
+from analysis.base.io import OUTPUT_MARKER, OutputDirectoryError
+from analysis.config import load_config
+from analysis.pipeline import check_inside, run_selection
+from analysis.scores.read import read_scores
+from analysis.select import DecisionsError, read_decisions, safe_file_name
 from finetasks_afr.cli import app
 from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
-from finetasks_afr.scores.read import read_scores
 from tests.process_tools import alive, children
 from tests.unprivileged import read_only_folder, run_cli_unprivileged
 
@@ -290,13 +290,13 @@ def test_figure_workers_are_started_to_die_with_their_parent(tmp_path: Path, mon
     table, _ = read_scores(BUNDLED_SWEEP)
     selection = pipeline.analyse(table, config).selection
     pipeline._figures(table, selection, None, config, tmp_path, None, workers=2)
-    from finetasks_afr.base.processes import die_with_parent
+    from analysis.base.processes import die_with_parent
 
     assert seen.get("initializer") is die_with_parent
 
 
 def test_plots_save_goes_through_the_one_atomic_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import finetasks_afr.analysis.plots as plots
+    import analysis.plots as plots
 
     calls: list[Path] = []
     real = plots.atomic_write

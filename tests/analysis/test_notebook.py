@@ -17,7 +17,7 @@ NOTEBOOK = ROOT / "notebooks" / "training_curves.ipynb"
 SIMULATED = ROOT / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 BUNDLED = ROOT / "finetasks_afr" / "data" / "demo_sweep.parquet"
 PROBE = """import sys, json
-from finetasks_afr.analysis import explore
+from analysis import explore
 print(json.dumps({"prefix": sys.prefix, "live": explore.is_live_frontend()}))"""
 
 
@@ -68,7 +68,7 @@ def test_one_variable_picks_the_table() -> None:
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
     assert sum(line.startswith("SCORES = None") for s in sources for line in s.splitlines()) == 1
-    assert "explore.explore(SCORES)" in "\n".join(sources)
+    assert "explore.explore(SCORES or BUNDLED_SWEEP, config_for(SCORES, None))" in "\n".join(sources)
 
 
 def test_strip_removes_what_execution_adds() -> None:

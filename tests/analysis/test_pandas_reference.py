@@ -12,11 +12,11 @@ import polars as pl
 import pytest
 from scipy.stats import kendalltau
 
+from analysis.config import Config, load_config
+from analysis.scores.metrics import metric_info
+from analysis.scores.table import KEY, SCHEMA
 from bench.pandas_reference import OUTPUT_COLUMNS, compute_signal_reference
 from bench.synthetic import LANGUAGES, make_small_random_table, make_synthetic_table
-from finetasks_afr.analysis.config import Config, load_config
-from finetasks_afr.scores.metrics import metric_info
-from finetasks_afr.scores.table import KEY, SCHEMA
 from tests.typed_values import number
 
 CONFIG = load_config()

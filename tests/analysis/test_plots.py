@@ -1,4 +1,4 @@
-"""finetasks_afr.analysis.plots: valid, non-blank, deterministic PNGs; ValueError when there is nothing to plot."""
+"""analysis.plots: valid, non-blank, deterministic PNGs; ValueError when there is nothing to plot."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ import polars as pl
 import pytest
 from matplotlib.image import imread
 
-from finetasks_afr.analysis.plots import (
+from analysis.plots import (
     consistency_forest_figure,
     plot_consistency_forest,
     plot_criteria_overview,
     plot_ranking,
     plot_training_curves,
 )
-from finetasks_afr.scores.table import SCHEMA
+from analysis.scores.table import SCHEMA
 
 TASK = "community|afrixnli_yor_mcf|0"
 STEPS = (1000, 2000, 3000, 4000, 5000)

@@ -1,6 +1,6 @@
 """Real data: the signal statistics on EleutherAI's Pythia checkpoint evaluations (../shared/data/pythia).
 
-Our path: the lm-evaluation-harness JSON files -> finetasks_afr.scores.table reader -> finetasks_afr.analysis.signal.
+Our path: the lm-evaluation-harness JSON files -> analysis.scores.table reader -> analysis.signal.
 Independent path, written here: the tidy CSV derived from the same files -> csv module -> plain loops with
 scipy.stats. Both must agree on every statistic for 8 model sizes x 65 tasks x 2 metrics.
 """
@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 import scipy.stats
 
-from finetasks_afr.analysis.config import Config, SNRConfig
-from finetasks_afr.analysis.signal import compute_signal, series_monotonicity
-from finetasks_afr.scores.table import LM_EVAL_TASK_INFO, LoadReport, read_lm_eval_harness
+from analysis.config import Config, SNRConfig
+from analysis.scores.table import LM_EVAL_TASK_INFO, LoadReport, read_lm_eval_harness
+from analysis.signal import compute_signal, series_monotonicity
 
 pytestmark = pytest.mark.shared_data
 

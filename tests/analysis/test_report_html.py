@@ -23,10 +23,9 @@ import typer
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
-from finetasks_afr.analysis.config import Config, load_config
-from finetasks_afr.analysis.explore import BUNDLED_SWEEP
-from finetasks_afr.analysis.pipeline import Analysis, analyse
-from finetasks_afr.analysis.report import (
+from analysis.config import Config, load_config
+from analysis.pipeline import Analysis, analyse
+from analysis.report import (
     CONSISTENCY_HEADER,
     HTML_TITLE,
     consistency_cells,
@@ -36,10 +35,10 @@ from finetasks_afr.analysis.report import (
     render_report,
     write_html_report,
 )
+from analysis.scores.read import read_scores
+from analysis.scores.table import LoadReport
 from finetasks_afr.cli.report import report_command
-from finetasks_afr.data.bundled import BUNDLED_CONFIG
-from finetasks_afr.scores.read import read_scores
-from finetasks_afr.scores.table import LoadReport
+from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
 
 SIMULATED = Path(__file__).resolve().parents[2] / "finetasks_afr" / "data" / "simulated_sweep.parquet"
 CI_CELL = re.compile(r"^-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]$")  # "0.97 [0.90, 1.00]"

@@ -10,14 +10,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from finetasks_afr.analysis.config import ConfigError, load_config
-from finetasks_afr.analysis.select import Selection, select
-from finetasks_afr.analysis.signal import compute_signal
+from analysis.config import ConfigError, load_config
+from analysis.scores.read import read_scores
+from analysis.scores.table import LoadReport
+from analysis.select import Selection, select
+from analysis.signal import compute_signal
 from finetasks_afr.cli import app
 from finetasks_afr.demo.simulate import SIMULATED_SWEEP_PATH as BUNDLED_SWEEP
 from finetasks_afr.demo.simulate import truth_path
-from finetasks_afr.scores.read import read_scores
-from finetasks_afr.scores.table import LoadReport
 
 CONFIG = load_config()
 SUITE_LINE = re.compile(r"^(# [A-Za-z ]+ \((GK|RC|RES|NLU|GEN)\)|[a-z_]+\|[A-Za-z0-9_:.]+\|\d+|)$")

@@ -14,9 +14,9 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finetasks_afr.analysis.config import Config, ConsistencyConfig, SNRConfig, load_config
-from finetasks_afr.analysis.signal import _pair_agreement, bootstrap_mean_ci, compute_signal, kendall_between
-from finetasks_afr.scores.table import SCHEMA
+from analysis.config import Config, ConsistencyConfig, SNRConfig, load_config
+from analysis.scores.table import SCHEMA
+from analysis.signal import _pair_agreement, bootstrap_mean_ci, compute_signal, kendall_between
 
 B = 2_000_000_000  # tokens per step in the hand cases: every step is past the 15B threshold from step 8
 

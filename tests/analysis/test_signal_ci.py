@@ -26,10 +26,10 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from finetasks_afr.analysis.config import BootstrapConfig, Config, load_config
-from finetasks_afr.analysis.signal import compute_signal
-from finetasks_afr.scores.metrics import metric_info
-from finetasks_afr.scores.table import SCHEMA
+from analysis.config import BootstrapConfig, Config, load_config
+from analysis.scores.metrics import metric_info
+from analysis.scores.table import SCHEMA
+from analysis.signal import compute_signal
 
 T = 1_000_000_000  # tokens per step: tokens = step * T
 BASE = load_config()

@@ -6,10 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from analysis.config import Config, ConsistencyConfig, MonotonicityConfig, load_config
+from analysis.signal import compute_signal
 from bench.pandas_reference import STATISTIC_COLUMNS, compute_signal_reference
 from bench.synthetic import make_small_random_table, make_synthetic_table
-from finetasks_afr.analysis.config import Config, ConsistencyConfig, MonotonicityConfig, load_config
-from finetasks_afr.analysis.signal import compute_signal
 
 NUMERIC = [c for c in STATISTIC_COLUMNS if c != "three_sigma_kind"]
 

@@ -1,4 +1,4 @@
-"""The streaming analysis (finetasks_afr.analysis.streaming) equals the in-memory path value by value, on small tables.
+"""The streaming analysis (analysis.streaming) equals the in-memory path value by value, on small tables.
 
 `make bench-scale` checks the same at 1M rows; these run in CI. Partitions are made tiny so that every table
 is split into several, and the irregular tables (null seeds and tokens, ties, constant series, perplexities,
@@ -12,10 +12,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analysis.config import load_config
+from analysis.streaming import analyse_parquet, read_range, task_ranges
 from bench.bench_scale import compare_frames, compare_with_memory
 from bench.synthetic import make_small_random_table, make_synthetic_table, write_synthetic_parquet
-from finetasks_afr.analysis.config import load_config
-from finetasks_afr.analysis.streaming import analyse_parquet, read_range, task_ranges
 
 CONFIG = load_config()
 

@@ -31,7 +31,7 @@ def test_the_readme_table_is_the_computed_one() -> None:
 
 
 def test_every_afrobench_dataset_has_languages_and_only_listed_codes_are_left_out() -> None:
-    from finetasks_afr.scores.lm_eval import afrobench_task_info
+    from analysis.scores.lm_eval import afrobench_task_info
 
     script = _script()
     languages = script.afrobench_languages()

@@ -80,8 +80,8 @@ def test_every_family_builds_in_every_language_with_its_baseline(hub_configs: di
 
 
 def test_afrihate_reports_macro_f1_in_every_formulation(hub_configs: dict[str, Any]) -> None:
+    from analysis.scores.metrics import metric_info
     from finetasks_afr.benchmarks.afrihate import F1_MACRO
-    from finetasks_afr.scores.metrics import metric_info
 
     for name, config in hub_configs.items():
         names = [metric.metric_name for metric in config.metrics]

@@ -603,9 +603,9 @@ def _row(
 
 @pytest.fixture(scope="module")
 def ppl_selection():
-    from finetasks_afr.analysis.config import load_config
-    from finetasks_afr.analysis.pipeline import analyse
-    from finetasks_afr.scores.table import validate
+    from analysis.config import load_config
+    from analysis.pipeline import analyse
+    from analysis.scores.table import validate
 
     config = load_config()
     table, report = validate(_ppl_table(), source="ppl probe")
@@ -640,7 +640,7 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
     """Both suite files list it under its category, and lighteval's own registry reads the file back."""
     from lighteval.tasks.registry import Registry
 
-    from finetasks_afr.analysis.select import write_selection
+    from analysis.select import write_selection
 
     write_selection(ppl_selection[3].selection, tmp_path)
     suites = {suite: tmp_path / "suites" / suite / "yor.txt" for suite in ("cf", "mcf")}
@@ -658,7 +658,7 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
 
 
 def test_table_allows_no_baseline_only_for_lower_is_better_metrics(tmp_path):
-    from finetasks_afr.scores.table import ScoreTableError, read_task_info, validate
+    from analysis.scores.table import ScoreTableError, read_task_info, validate
 
     base = _row("r", 1, 100, "flores_ppl_yor", "PPL", "GEN", "bits_per_byte", 2.5, None)
     table, _ = validate(pl.DataFrame([base]), source="t")

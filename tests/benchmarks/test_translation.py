@@ -180,7 +180,7 @@ def test_every_family_builds_in_every_language_with_exact_names() -> None:
 
 
 def test_analysis_reads_the_metrics_with_the_right_direction() -> None:
-    from finetasks_afr.scores.metrics import metric_info
+    from analysis.scores.metrics import metric_info
 
     ll, gen = metric_info("bits_per_byte"), metric_info("chrf++")
     assert ll is not None and not ll.higher_is_better and not ll.bounded

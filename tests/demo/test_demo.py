@@ -23,13 +23,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from finetasks_afr.analysis.aggregate import aggregate
-from finetasks_afr.analysis.config import DEFAULT_CONFIG_PATH, load_config
-from finetasks_afr.analysis.pipeline import selected_metrics
-from finetasks_afr.analysis.select import select
-from finetasks_afr.analysis.signal import compute_signal
+from analysis.aggregate import aggregate
+from analysis.config import DEFAULT_CONFIG_PATH, load_config
+from analysis.pipeline import selected_metrics
+from analysis.scores.read import read_scores
+from analysis.select import select
+from analysis.signal import compute_signal
 from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
-from finetasks_afr.scores.read import read_scores
 from tests.typed_values import number
 
 CONFIG = load_config(BUNDLED_CONFIG)

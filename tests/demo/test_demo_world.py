@@ -281,8 +281,8 @@ def tasks_module(world: World) -> Iterator[ModuleType]:
 
 @pytest.mark.slow
 def test_task_info_covers_the_table(tasks_module: ModuleType, world: World) -> None:
+    from analysis.scores.table import CATEGORIES, FORMULATIONS
     from finetasks_afr.benchmarks import perplexity
-    from finetasks_afr.scores.table import CATEGORIES, FORMULATIONS
 
     names = [config.name for config in tasks_module.TASKS_TABLE]
     assert sorted(names) == sorted(task.name for task in world.tasks)

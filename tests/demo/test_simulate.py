@@ -16,6 +16,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from scipy.stats import rankdata
 
+from analysis.scores.table import KEY, SCHEMA
 from finetasks_afr.demo import simulate
 from finetasks_afr.demo.simulate import (
     RUNS,
@@ -27,7 +28,6 @@ from finetasks_afr.demo.simulate import (
     truth_path,
     write_bundled_sweep,
 )
-from finetasks_afr.scores.table import KEY, SCHEMA
 from tests.typed_values import number
 
 KEPT_KINDS = ("learnable", "late_emerging")

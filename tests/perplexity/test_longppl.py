@@ -39,7 +39,7 @@ from finetasks_afr.perplexity.longppl import (  # noqa: E402
 from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
 
 if TYPE_CHECKING:
-    from finetasks_afr.scores.table import TaskInfo
+    from analysis.scores.table import TaskInfo
 
 CORPUS = [f"Paragraph {i} tells of the river, the market and the town number {i}." for i in range(40)]
 
@@ -529,7 +529,7 @@ def test_preparator_counts_the_continuation_tokens():
 
 
 def test_analysis_treats_longppl_as_lower_is_better():
-    from finetasks_afr.scores.metrics import metric_info
+    from analysis.scores.metrics import metric_info
 
     for name in ("longppl", "log2_longppl"):
         info = metric_info(name)

@@ -15,7 +15,7 @@ import pytest
 for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_variable, "1")
 
-from finetasks_afr.analysis.config import load_config  # noqa: E402
+from analysis.config import load_config  # noqa: E402
 from finetasks_afr.benchmarks.common import TASK_INFO  # noqa: E402
 from finetasks_afr.study.design import LANGUAGES, StudySizes, slice_sizes  # noqa: E402
 from finetasks_afr.study.run import STUDY_CONFIG, prepare_mirror, publish, run_study, study_config, study_tasks  # noqa: E402

@@ -11,8 +11,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from finetasks_afr.analysis.pipeline import run_aggregate, run_selection
-from finetasks_afr.scores.read import read_scores
+from analysis.pipeline import run_aggregate, run_selection
+from analysis.scores.read import read_scores
 from finetasks_afr.study.design import LANGUAGES, MIXES, StudySizes
 from finetasks_afr.study.run import study_config
 from finetasks_afr.study.truth import study_truth, summarise_truth

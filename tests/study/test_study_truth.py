@@ -13,10 +13,10 @@ import polars as pl
 import pytest
 from scipy.stats import kendalltau
 
-from finetasks_afr.analysis.config import BootstrapConfig, Config
-from finetasks_afr.analysis.pipeline import run_aggregate, run_selection
+from analysis.config import BootstrapConfig, Config
+from analysis.pipeline import run_aggregate, run_selection
+from analysis.scores.table import LoadReport, validate
 from finetasks_afr.demo.truth import TRUTH_SCHEMA
-from finetasks_afr.scores.table import LoadReport, validate
 from finetasks_afr.study.design import DESIGNED_ORDER
 from finetasks_afr.study.truth import NOISE, designed_tau, ordering, study_truth, summarise_truth
 

@@ -20,8 +20,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from analysis.scores.discover import discover
 from finetasks_afr.cli import app
-from finetasks_afr.scores.discover import discover
 from finetasks_afr.sweep.collect import CollectError, collect
 from finetasks_afr.sweep.evaluate import SweepSpec, TaskListError, parse_tasks
 from finetasks_afr.sweep.store import SweepSettingsError, SweepStore
@@ -40,7 +40,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from finetasks_afr.scores.table import TaskInfo
+from analysis.scores.table import TaskInfo
 
 
 def prompt(line, task_name):
@@ -301,7 +301,7 @@ def test_the_sweep_writes_through_analysis_io_only():
     for path in root.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         for private in (r"(?<!atomic_)write_text\(", r"(?<!atomic_)write_bytes\(", r"os\.replace\(", r"mkstemp\("):
-            assert not re.search(private, text), f"{path.name} writes with {private} instead of finetasks_afr.base.io"
+            assert not re.search(private, text), f"{path.name} writes with {private} instead of analysis.base.io"
 
 
 def test_spec_settings_are_exactly_the_result_changing_fields():

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from finetasks_afr.base.io import safe_file_name
-from finetasks_afr.scores.discover import Checkpoint, DiscoveryError, discover, identity_from_path, parse_source
+from analysis.base.io import safe_file_name
+from analysis.scores.discover import Checkpoint, DiscoveryError, discover, identity_from_path, parse_source
 from finetasks_afr.sweep.collect import CollectError, collect
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 from finetasks_afr.sweep.store import PART_MANIFEST, SweepStore, SweepStoreError, part_id

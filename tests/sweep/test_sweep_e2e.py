@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from finetasks_afr.scores.discover import discover
+from analysis.scores.discover import discover
 from finetasks_afr.sweep.collect import collect
 from finetasks_afr.sweep.evaluate import SweepSpec
 from finetasks_afr.sweep.run import run_sweep

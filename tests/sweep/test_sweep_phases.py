@@ -159,7 +159,7 @@ def _spy_threshold(original: Any, seen: list) -> Any:
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ["finetasks", "lighteval"])
 def test_every_checkpoint_reports_its_phases(toy, engine, monkeypatch):
-    from finetasks_afr.scores.discover import discover
+    from analysis.scores.discover import discover
     from finetasks_afr.sweep.evaluate import YOUNG_THRESHOLD, Evaluator, SweepSpec
 
     monkeypatch.setenv(ENV, str(toy["data"]))
@@ -203,7 +203,7 @@ def test_every_checkpoint_reports_its_phases(toy, engine, monkeypatch):
 
 
 def test_timing_round_trips_through_json_with_and_without_phases():
-    from finetasks_afr.scores.discover import Checkpoint
+    from analysis.scores.discover import Checkpoint
     from finetasks_afr.sweep.evaluate import Outcome, Timing
 
     checkpoint = Checkpoint(run="r", seed=1, step=2, tokens=None, path="/x")

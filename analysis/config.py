@@ -1,0 +1,233 @@
+"""Selection thresholds and statistic parameters, from one TOML file (defaults = FineTasks values)."""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from analysis.base.encoding import TextEncodingError, read_user_text
+
+DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.toml")
+
+
+class ConfigError(ValueError):
+    """A config file with an unknown key, or a value of the wrong type or outside its allowed range."""
+
+
+@dataclass(frozen=True)
+class MonotonicityConfig:
+    min: float = 0.5
+    min_checkpoints: int = 3
+    step_min: int | None = None
+    step_max: int | None = None
+
+
+@dataclass(frozen=True)
+class SNRConfig:
+    min: float = 20.0
+    ddof: int = 1
+    exempt_formulations: tuple[str, ...] = ("GEN",)
+    fallback: Literal["none", "checkpoint"] = "none"
+    checkpoint_min: float = 5.0
+    checkpoint_last_n: int = 5
+
+
+@dataclass(frozen=True)
+class NonRandomConfig:
+    sigma: float = 3.0
+    stderr_fallback: bool = True
+
+
+@dataclass(frozen=True)
+class ConsistencyConfig:
+    min_tokens: int = 15_000_000_000
+    min_step: int | None = None
+    min_runs: int = 3
+    variant: Literal["tau_b", "tau_a"] = "tau_b"
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    early_fraction: float = 0.5
+
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    n: int = 1000
+    seed: int = 0
+    confidence: float = 0.95
+
+
+@dataclass(frozen=True)
+class SelectionConfig:
+    require: tuple[str, ...] = ("monotonicity", "snr", "non_random")
+    metric_preference: tuple[str, ...] = (
+        "acc_norm_token",
+        "acc_norm",
+        "acc_norm_pmi",
+        "acc",
+        "f1",
+        "exact_match",
+    )
+    categories: tuple[str, ...] = ("GK", "RC", "RES", "NLU", "GEN")
+
+
+@dataclass(frozen=True)
+class AggregateConfig:
+    clip_below_baseline: bool = True
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every parameter of the analysis. Build with `load_config`."""
+
+    monotonicity: MonotonicityConfig = field(default_factory=MonotonicityConfig)
+    snr: SNRConfig = field(default_factory=SNRConfig)
+    non_random: NonRandomConfig = field(default_factory=NonRandomConfig)
+    consistency: ConsistencyConfig = field(default_factory=ConsistencyConfig)
+    decision: DecisionConfig = field(default_factory=DecisionConfig)
+    bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
+    selection: SelectionConfig = field(default_factory=SelectionConfig)
+    aggregate: AggregateConfig = field(default_factory=AggregateConfig)
+
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        """Plain nested dict (for the report and the decisions file)."""
+        return {
+            f.name: {g.name: getattr(getattr(self, f.name), g.name) for g in fields(getattr(self, f.name))}
+            for f in fields(self)
+        }
+
+
+_ALLOWED = {
+    "snr.fallback": ("none", "checkpoint"),
+    "consistency.variant": ("tau_b", "tau_a"),
+}
+_ALLOWED_CRITERIA = ("monotonicity", "snr", "non_random", "consistency")
+
+
+@dataclass(frozen=True)
+class _Range:
+    """The values a number may take: [low, high], each bound optional, each possibly open."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def contains(self, value: float) -> bool:
+        if not math.isfinite(value):
+            return False
+        above = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        below = self.high is None or (value < self.high if self.high_open else value <= self.high)
+        return above and below
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"{'<' if self.high_open else '<='} {self.high:g}"
+
+
+# Every number's allowed range: a value outside it is a named error, not a crash inside numpy or polars or a
+# silently meaningless selection (a Spearman threshold above 1 keeps nothing; ddof 5 with 3 seeds has no noise).
+_RANGES: dict[str, _Range] = {
+    "monotonicity.min": _Range(-1, 1),
+    "monotonicity.min_checkpoints": _Range(2),
+    "monotonicity.step_min": _Range(0),
+    "monotonicity.step_max": _Range(0),
+    "snr.min": _Range(0),
+    "snr.ddof": _Range(0, 1),
+    "snr.checkpoint_min": _Range(0),
+    "snr.checkpoint_last_n": _Range(2),
+    "non_random.sigma": _Range(0),
+    "consistency.min_tokens": _Range(0),
+    "consistency.min_step": _Range(0),
+    "consistency.min_runs": _Range(2),
+    "decision.early_fraction": _Range(0, 1, low_open=True, high_open=True),
+    "bootstrap.n": _Range(1),
+    "bootstrap.seed": _Range(0),
+    "bootstrap.confidence": _Range(0, 1, low_open=True, high_open=True),
+}
+_NON_EMPTY = ("selection.require", "selection.metric_preference", "selection.categories")
+
+
+def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> Any:
+    where = f"{source}: [{section}] {key}"
+    if isinstance(default, tuple):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of strings, got {value!r}")
+        if not value and f"{section}.{key}" in _NON_EMPTY:
+            raise ConfigError(f"{where} must name at least one value, got []; omit the key to keep the default")
+        return tuple(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return _in_range(section, key, float(value), where)
+    if isinstance(default, int) or default is None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return _in_range(section, key, value, where)
+    allowed = _ALLOWED.get(f"{section}.{key}")
+    if allowed is not None and value not in allowed:
+        raise ConfigError(f"{where} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def _in_range(section: str, key: str, value: Any, where: str) -> Any:
+    allowed = _RANGES.get(f"{section}.{key}")
+    if allowed is not None and not allowed.contains(value):
+        raise ConfigError(f"{where} must be {allowed.describe()}, got {value!r}")
+    return value
+
+
+def _merge(config: Config, data: dict[str, Any], source: str) -> Config:
+    sections = {f.name: f for f in fields(config)}
+    updates: dict[str, Any] = {}
+    for section, values in data.items():
+        if section not in sections:
+            raise ConfigError(f"{source}: unknown section [{section}]; known: {', '.join(sections)}")
+        current = getattr(config, section)
+        known = {f.name for f in fields(current)}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{section}] must be a table of keys")
+        changes = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"{source}: unknown key [{section}] {key}; known: {', '.join(sorted(known))}")
+            changes[key] = _coerce(section, key, value, getattr(current, key), source)
+        updates[section] = replace(current, **changes)
+    merged = replace(config, **updates)
+    bad = [c for c in merged.selection.require if c not in _ALLOWED_CRITERIA]
+    if bad:
+        raise ConfigError(f"{source}: [selection] require has unknown criteria {bad}; allowed {_ALLOWED_CRITERIA}")
+    window = merged.monotonicity
+    if window.step_min is not None and window.step_max is not None and window.step_min > window.step_max:
+        raise ConfigError(
+            f"{source}: [monotonicity] step_min ({window.step_min}) must be <= step_max ({window.step_max})"
+        )
+    return merged
+
+
+def load_config(path: Path | str | None = None) -> Config:
+    """The default config, overridden by the keys of `path` (a TOML file) when given."""
+    config = _merge(Config(), tomllib.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")), str(DEFAULT_CONFIG_PATH))
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = tomllib.loads(read_user_text(path))
+        except TextEncodingError as error:
+            raise ConfigError(str(error)) from None
+        except tomllib.TOMLDecodeError as error:
+            raise ConfigError(f"{path} is not valid TOML: {error}") from error
+        config = _merge(config, data, str(path))
+    return config

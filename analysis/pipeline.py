@@ -1,0 +1,294 @@
+"""Score table -> signal -> selection -> ranking -> figures -> report, written into one directory.
+
+The directory is replaced whole (built aside, swapped in), every path from the data goes through
+`safe_file_name` and is checked to stay inside it, and figure workers die with a killed parent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+import polars as pl
+
+from analysis.aggregate import AggregateResult, aggregate, rankable, write_ranking
+from analysis.base.io import (
+    OUTPUT_MARKER,
+    TMP_SUFFIX,
+    OutputDirectoryError,
+    atomic_write_text,
+    output_lock,
+    staged_directory,
+    write_csv_atomic,
+)
+from analysis.base.processes import die_with_parent, starting_children
+from analysis.config import Config
+from analysis.english_gap import EnglishGap, display_rows, english_gap, write_english_gap
+from analysis.plots import (
+    plot_consistency_forest,
+    plot_criteria_overview,
+    plot_english_gap,
+    plot_ranking,
+    plot_training_curves,
+)
+from analysis.report import render_report, write_html_report
+from analysis.scores.table import LoadReport
+from analysis.select import Selection, safe_file_name, select, write_selection
+from analysis.signal import compute_signal
+
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+
+
+@dataclass
+class SelectionOutput:
+    """What `run_selection` produced, for the CLI's summary and for tests."""
+
+    selection: Selection
+    signal: pl.DataFrame
+    ranking: AggregateResult | None
+    out_dir: Path
+    figures: dict[str, Path]
+    html: dict[str, Path] = field(default_factory=dict)  # "index" and each language -> its HTML page
+    written: list[Path] = field(default_factory=list)  # every file written, under out_dir
+
+
+@dataclass
+class Analysis:
+    """Statistics, decisions and ranking of a score table, computed in memory (nothing written)."""
+
+    signal: pl.DataFrame
+    selection: Selection
+    ranking: AggregateResult | None
+    english_gap: EnglishGap | None = None  # None: not computed (an empty EnglishGap: nothing pairs)
+
+
+def selected_metrics(selection: Selection) -> pl.DataFrame:
+    """(task, fewshot, metric) of the kept tasks: what the multilingual score averages."""
+    return selection.kept.select("task", "fewshot", "metric")
+
+
+def run_selection(
+    table: pl.DataFrame,
+    load_report: LoadReport,
+    config: Config,
+    out_dir: Path,
+    *,
+    figures: bool = True,
+    progress: Progress | None = None,
+) -> SelectionOutput:
+    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, english_gap.csv and its summary
+    (when the table has English counterparts of its tasks), figures/, report.md and the HTML report
+    (report.html and one report_<language>.html per language).
+
+    The directory is built aside and swapped in whole (`analysis.base.io.staged_directory`): a rerun never leaves
+    the suites or ranking of an older table beside new decisions, and a killed run leaves the previous output
+    as it was. The returned paths are the final ones under `out_dir`.
+    """
+    out_dir = Path(out_dir)
+    with output_directory(out_dir) as staging:
+        result = analyse(table, config)
+        written, figure_paths, html = _write_selection(table, load_report, config, result, staging, figures, progress)
+        check_inside(staging, written)
+
+    def final(path: Path) -> Path:
+        return out_dir / path.relative_to(staging)
+
+    return SelectionOutput(
+        result.selection,
+        result.signal,
+        result.ranking,
+        out_dir,
+        {key: final(path) for key, path in figure_paths.items()},
+        {key: final(path) for key, path in html.items()},
+        [final(path) for path in written],
+    )
+
+
+def _write_selection(
+    table: pl.DataFrame,
+    load_report: LoadReport,
+    config: Config,
+    result: Analysis,
+    out_dir: Path,
+    figures: bool,
+    progress: Progress | None,
+) -> tuple[list[Path], dict[str, Path], dict[str, Path]]:
+    """Every file of a selection output into `out_dir` (the staging directory): (all paths, figures, pages)."""
+    selection, ranking = result.selection, result.ranking
+    gap = result.english_gap if result.english_gap is not None else english_gap(table, config)
+    written = write_selection(selection, out_dir)
+    if ranking is not None:
+        written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv"]
+    written += write_english_gap(gap, out_dir)
+    figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
+    if figures:
+        figure_paths.update(_gap_figures(gap, selection, out_dir))
+    report = render_report(selection, config, load_report, ranking, figure_paths, out_dir, english_gap=gap)
+    written.append(atomic_write_text(out_dir / "report.md", report))
+    html = write_html_report(selection, config, load_report, ranking, figure_paths, out_dir, english_gap=gap)
+    written += [*figure_paths.values(), *html.values()]
+    return written, figure_paths, html
+
+
+def analyse(table: pl.DataFrame, config: Config) -> Analysis:
+    """Signal, selection and (when a task is kept) the multilingual ranking: what `run_selection` writes,
+    for callers that only want the numbers (the notebook helpers of `analysis.explore`)."""
+    signal = compute_signal(table, config)
+    selection = select(signal, config)
+    return Analysis(signal, selection, _ranking(table, selection, config), english_gap(table, config))
+
+
+def _ranking(table: pl.DataFrame, selection: Selection, config: Config) -> AggregateResult | None:
+    """The multilingual ranking, or None when no kept task can enter it: none is kept, or every kept task is
+    scored by a lower-is-better metric (bits per byte, perplexities), which has no random baseline to rescale to.
+    The report then says there is no ranking; before, `select` stopped with a traceback."""
+    chosen = selected_metrics(selection)
+    return aggregate(table, chosen, config.aggregate) if rankable(chosen) else None
+
+
+def run_aggregate(
+    table: pl.DataFrame, config: Config, out_dir: Path, decisions: pl.DataFrame | None = None
+) -> AggregateResult:
+    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`).
+
+    ranking.csv, language_scores.csv and aggregated_tasks.csv are built aside and swapped in whole, like
+    `run_selection`'s output: a failed or killed run leaves the previous ranking untouched.
+    """
+    with output_directory(Path(out_dir)) as staging:
+        if decisions is None:
+            chosen = selected_metrics(select(compute_signal(table, config, with_ci=False), config))
+        else:
+            chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
+        result = aggregate(table, chosen, config.aggregate)
+        written = [write_ranking(result, staging), staging / "language_scores.csv"]
+        written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))
+        check_inside(staging, written)
+    return result
+
+
+def _gap_figures(gap: EnglishGap, selection: Selection, out_dir: Path) -> dict[str, Path]:
+    """One gap-to-English figure per benchmark with English counterparts (`figures/english_gap_<benchmark>.png`)."""
+    shown = display_rows(gap, selection.decisions)
+    if shown.is_empty():
+        return {}
+    return {
+        f"english_gap_{benchmark}": plot_english_gap(
+            shown, gap.gaps, benchmark, out_dir / "figures" / f"english_gap_{safe_file_name(benchmark)}.png"
+        )
+        for benchmark in sorted(shown.get_column("benchmark").unique().to_list())
+    }
+
+
+# Names an analysis output directory holds: one of them, made before the marker file existed, is adopted.
+_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "aggregated_tasks.csv",
+                 "english_gap.csv", "english_gap_summary.csv",
+                 "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
+
+
+@contextmanager
+def output_directory(out_dir: Path) -> Iterator[Path]:
+    """`staged_directory(out_dir)`, accepting an output of an older finetasks-afr (made before the marker).
+
+    A directory holding `decisions.csv` or `ranking.csv` and otherwise only names `select` or `aggregate`
+    write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other.
+    Any other non-empty directory is refused by `staged_directory` with `OutputDirectoryError`. The adoption too
+    happens under the output's lock (`output_lock`, which `staged_directory` re-enters): a second writer waits.
+    """
+    with output_lock(out_dir):
+        if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
+            entries = list(out_dir.iterdir())
+            names = {entry.name for entry in entries}
+            ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
+            if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
+                (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
+        with staged_directory(out_dir) as staging:
+            yield staging
+
+
+def check_inside(root: Path, paths: list[Path]) -> None:
+    """Refuse (before the swap) any written path that resolves outside `root`, or two outputs on one file.
+
+    `safe_file_name` makes both impossible for names from the data; this is the last guard, so a future path
+    built without it fails here instead of writing beside the user's files.
+    """
+    base = root.resolve()
+    resolved = [Path(path).resolve() for path in paths]
+    outside = [str(path) for path, real in zip(paths, resolved, strict=True) if not real.is_relative_to(base)]
+    if outside:
+        raise OutputDirectoryError(f"output path(s) {', '.join(outside)} resolve outside {root}; nothing was written")
+    if len(set(resolved)) != len(resolved):
+        twice = sorted({str(p) for p in resolved if resolved.count(p) > 1})
+        raise OutputDirectoryError(f"two outputs would be written to the same file: {', '.join(twice)}")
+
+
+def _figures(
+    table: pl.DataFrame,
+    selection: Selection,
+    ranking: AggregateResult | None,
+    config: Config,
+    out_dir: Path,
+    progress: Progress | None,
+    workers: int | None = None,
+) -> dict[str, Path]:
+    """All figures; the per-task curves (most of the time: matplotlib layout) are drawn in worker processes."""
+    figures_dir = out_dir / "figures"
+    chosen = selection.decisions.filter(pl.col("chosen")).sort(["language", "task"])
+    languages = sorted(chosen.get_column("language").unique().to_list())
+    total = chosen.height + 2 * len(languages) + (1 if ranking is not None else 0)
+    jobs = [
+        (
+            table.filter((pl.col("task") == row["task"]) & (pl.col("fewshot") == row["fewshot"])),
+            row["task"],
+            row["fewshot"],
+            figures_dir / "curves" / f"{safe_file_name(row['task'])}.png",
+            row["metric"],
+        )
+        for row in chosen.iter_rows(named=True)
+    ]
+    paths: dict[str, Path] = {}
+    done = 0
+    workers = workers or min(4, os.cpu_count() or 1)
+    with ExitStack() as stack:
+        if workers > 1 and len(jobs) > 4:
+            pool = stack.enter_context(
+                ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
+            )
+            with starting_children():  # workers start with Ctrl-C held until they ignore it (no traceback)
+                results = pool.map(_curve_job, jobs)
+        else:
+            results = map(_curve_job, jobs)
+        for (_, task, *_rest), path in zip(jobs, results, strict=True):
+            paths[f"curves_{task}"] = path
+            done += 1
+            if progress:
+                progress("figures", done, total)
+    for language in languages:
+        paths[f"criteria_{language}"] = plot_criteria_overview(
+            selection.decisions,
+            language,
+            figures_dir / f"criteria_{safe_file_name(language)}.png",
+            monotonicity_min=config.monotonicity.min,
+            snr_min=config.snr.min,
+        )
+        paths[f"consistency_{language}"] = plot_consistency_forest(
+            selection.decisions, language, figures_dir / f"consistency_{safe_file_name(language)}.png"
+        )
+        done += 2
+        if progress:
+            progress("figures", done, total)
+    if ranking is not None:
+        paths["ranking"] = plot_ranking(ranking.ranking, figures_dir / "ranking.png")
+        if progress:
+            progress("figures", total, total)
+    return paths
+
+
+def _curve_job(job: tuple[pl.DataFrame, str, int, Path, str]) -> Path:
+    rows, task, fewshot, path, metric = job
+    return plot_training_curves(rows, task, fewshot, path, highlight_metric=metric)
