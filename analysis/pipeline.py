@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -29,7 +29,7 @@ from analysis.base.io import (
 )
 from analysis.base.processes import die_with_parent, starting_children
 from analysis.config import Config
-from analysis.english_gap import EnglishGap, display_rows, english_gap, write_english_gap
+from analysis.english_gap import ENGLISH, EnglishGap, display_rows, english_gap, write_english_gap
 from analysis.plots import (
     plot_consistency_forest,
     plot_criteria_overview,
@@ -38,11 +38,11 @@ from analysis.plots import (
     plot_training_curves,
 )
 from analysis.report import render_report, write_html_report
-from analysis.scores.table import LoadReport
+from analysis.scores.stream import DEFAULT_PARTITION_ROWS, ScoreScan
+from analysis.scores.table import SCHEMA, LoadReport
 from analysis.select import Selection, safe_file_name, select, write_selection
 from analysis.signal import compute_signal
-
-Progress = Callable[[str, int, int], None]  # (what, done, total)
+from analysis.streaming import Progress, analyse_scan, rank_scan
 
 
 @dataclass
@@ -56,6 +56,7 @@ class SelectionOutput:
     figures: dict[str, Path]
     html: dict[str, Path] = field(default_factory=dict)  # "index" and each language -> its HTML page
     written: list[Path] = field(default_factory=list)  # every file written, under out_dir
+    load_report: LoadReport | None = None  # what validating the table found (streamed: known only at the end)
 
 
 @dataclass
@@ -74,17 +75,20 @@ def selected_metrics(selection: Selection) -> pl.DataFrame:
 
 
 def run_selection(
-    table: pl.DataFrame,
-    load_report: LoadReport,
+    scan: ScoreScan,
     config: Config,
     out_dir: Path,
     *,
     figures: bool = True,
     progress: Progress | None = None,
+    workers: int = 1,
+    partition_rows: int = DEFAULT_PARTITION_ROWS,
 ) -> SelectionOutput:
-    """Run the whole analysis and write decisions.csv, suites/, ranking.csv, english_gap.csv and its summary
-    (when the table has English counterparts of its tasks), figures/, report.md and the HTML report
-    (report.html and one report_<language>.html per language).
+    """Run the whole analysis of a score table, streamed some whole tasks at a time (`analysis.streaming`), and
+    write decisions.csv, suites/, ranking.csv, english_gap.csv and its summary (when the table has English
+    counterparts of its tasks), figures/, report.md and the HTML report (report.html and one
+    report_<language>.html per language). Nothing holds the whole table: the gap to English reads the tasks of
+    benchmarks with an English task, each figure the rows of its task.
 
     The directory is built aside and swapped in whole (`analysis.base.io.staged_directory`): a rerun never leaves
     the suites or ranking of an older table beside new decisions, and a killed run leaves the previous output
@@ -92,8 +96,13 @@ def run_selection(
     """
     out_dir = Path(out_dir)
     with output_directory(out_dir) as staging:
-        result = analyse(table, config)
-        written, figure_paths, html = _write_selection(table, load_report, config, result, staging, figures, progress)
+        streamed = analyse_scan(
+            scan, config, with_ci=True, partition_rows=partition_rows, workers=workers, progress=progress
+        )
+        result = Analysis(streamed.signal, streamed.selection, streamed.ranking, english_gap_of_scan(scan, config))
+        written, figure_paths, html = _write_selection(
+            scan, streamed.load_report, config, result, staging, figures, progress, workers
+        )
         check_inside(staging, written)
 
     def final(path: Path) -> Path:
@@ -107,26 +116,38 @@ def run_selection(
         {key: final(path) for key, path in figure_paths.items()},
         {key: final(path) for key, path in html.items()},
         [final(path) for path in written],
+        streamed.load_report,
     )
 
 
+def english_gap_of_scan(scan: ScoreScan, config: Config) -> EnglishGap:
+    """`english_gap` of a streamed table: only the tasks of benchmarks that have an English task can pair, so only
+    their rows are read (none when no task is English)."""
+    index = scan.index
+    benchmarks = index.filter(pl.col("language") == ENGLISH).get_column("benchmark").unique()
+    tasks = index.filter(pl.col("benchmark").is_in(benchmarks.implode())).get_column("task").unique().to_list()
+    rows = scan.read_tasks(tasks) if tasks else pl.DataFrame(schema=SCHEMA)
+    return english_gap(rows, config)
+
+
 def _write_selection(
-    table: pl.DataFrame,
+    scan: ScoreScan,
     load_report: LoadReport,
     config: Config,
     result: Analysis,
     out_dir: Path,
     figures: bool,
     progress: Progress | None,
+    workers: int,
 ) -> tuple[list[Path], dict[str, Path], dict[str, Path]]:
     """Every file of a selection output into `out_dir` (the staging directory): (all paths, figures, pages)."""
     selection, ranking = result.selection, result.ranking
-    gap = result.english_gap if result.english_gap is not None else english_gap(table, config)
+    gap = result.english_gap if result.english_gap is not None else english_gap(pl.DataFrame(schema=SCHEMA), config)
     written = write_selection(selection, out_dir)
     if ranking is not None:
         written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv"]
     written += write_english_gap(gap, out_dir)
-    figure_paths = _figures(table, selection, ranking, config, out_dir, progress) if figures else {}
+    figure_paths = _figures(scan, selection, ranking, config, out_dir, progress, workers) if figures else {}
     if figures:
         figure_paths.update(_gap_figures(gap, selection, out_dir))
     report = render_report(selection, config, load_report, ranking, figure_paths, out_dir, english_gap=gap)
@@ -153,19 +174,29 @@ def _ranking(table: pl.DataFrame, selection: Selection, config: Config) -> Aggre
 
 
 def run_aggregate(
-    table: pl.DataFrame, config: Config, out_dir: Path, decisions: pl.DataFrame | None = None
+    scan: ScoreScan,
+    config: Config,
+    out_dir: Path,
+    decisions: pl.DataFrame | None = None,
+    *,
+    workers: int = 1,
+    partition_rows: int = DEFAULT_PARTITION_ROWS,
 ) -> AggregateResult:
-    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`).
+    """Rank runs on the kept tasks of `decisions` (or of a fresh selection with `config`), streamed.
 
     ranking.csv, language_scores.csv and aggregated_tasks.csv are built aside and swapped in whole, like
     `run_selection`'s output: a failed or killed run leaves the previous ranking untouched.
     """
     with output_directory(Path(out_dir)) as staging:
+        result: AggregateResult | None = None
         if decisions is None:
-            chosen = selected_metrics(select(compute_signal(table, config, with_ci=False), config))
+            streamed = analyse_scan(scan, config, with_ci=False, partition_rows=partition_rows, workers=workers)
+            chosen = selected_metrics(streamed.selection)
+            result = streamed.ranking  # the ranking of the kept tasks when one can rank; else aggregate's error
         else:
             chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
-        result = aggregate(table, chosen, config.aggregate)
+        if result is None:
+            result, _ = rank_scan(scan, chosen, config, partition_rows=partition_rows, workers=workers)
         written = [write_ranking(result, staging), staging / "language_scores.csv"]
         written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))
         check_inside(staging, written)
@@ -228,22 +259,23 @@ def check_inside(root: Path, paths: list[Path]) -> None:
 
 
 def _figures(
-    table: pl.DataFrame,
+    scan: ScoreScan,
     selection: Selection,
     ranking: AggregateResult | None,
     config: Config,
     out_dir: Path,
     progress: Progress | None,
-    workers: int | None = None,
+    workers: int = 1,
 ) -> dict[str, Path]:
-    """All figures; the per-task curves (most of the time: matplotlib layout) are drawn in worker processes."""
+    """All figures; the per-task curves (most of the time: matplotlib layout) are drawn in worker processes, each
+    reading its task's rows from the table."""
     figures_dir = out_dir / "figures"
     chosen = selection.decisions.filter(pl.col("chosen")).sort(["language", "task"])
     languages = sorted(chosen.get_column("language").unique().to_list())
     total = chosen.height + 2 * len(languages) + (1 if ranking is not None else 0)
     jobs = [
         (
-            table.filter((pl.col("task") == row["task"]) & (pl.col("fewshot") == row["fewshot"])),
+            scan,
             row["task"],
             row["fewshot"],
             figures_dir / "curves" / f"{safe_file_name(row['task'])}.png",
@@ -253,7 +285,7 @@ def _figures(
     ]
     paths: dict[str, Path] = {}
     done = 0
-    workers = workers or min(4, os.cpu_count() or 1)
+    workers = max(workers, min(4, os.cpu_count() or 1))
     with ExitStack() as stack:
         if workers > 1 and len(jobs) > 4:
             pool = stack.enter_context(
@@ -289,6 +321,7 @@ def _figures(
     return paths
 
 
-def _curve_job(job: tuple[pl.DataFrame, str, int, Path, str]) -> Path:
-    rows, task, fewshot, path, metric = job
+def _curve_job(job: tuple[ScoreScan, str, int, Path, str]) -> Path:
+    scan, task, fewshot, path, metric = job
+    rows = scan.read_tasks([task]).filter(pl.col("fewshot") == fewshot)
     return plot_training_curves(rows, task, fewshot, path, highlight_metric=metric)

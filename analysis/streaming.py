@@ -1,23 +1,21 @@
-"""Criteria, selection and ranking of a parquet score table too large for memory, a range of tasks at a time.
+"""Validation, criteria, selection and ranking of a parquet score table too large for memory, some tasks at a time.
 
 Every signal statistic is per (task, fewshot, metric), every selection decision is made among one task's rows,
-and the ranking's first stage is per (run, task) (`analysis.aggregate.TaskScores`). So the table is read
-in partitions that each hold whole tasks (contiguous ranges of task names, sized from one pass over the task
-column), the in-memory functions run on each partition unchanged, and only their per-task outputs are kept and
-combined: one implementation of each statistic, and memory bounded by a partition, not the table. Small
-partitions are also faster per row than one big frame (the group-bys' hash tables stay in cache).
-
-A file written in task order (`bench.synthetic.write_synthetic_parquet`) is read about once in all: row-group
-statistics let each range skip the other row groups. An unordered file gives the same results, but each range
-then scans the whole file. The table is taken as valid (`analysis.scores.table.validate` needs it in memory).
+and the ranking's first stage is per (run, task) (`analysis.aggregate.TaskScores`). So the table is read in
+partitions that each hold whole tasks (`analysis.scores.stream.ScoreScan`), each partition is validated and the
+in-memory functions run on it unchanged, and only their per-task outputs are kept and combined: one
+implementation of each statistic, and memory bounded by a partition, not the table. Small partitions are also
+faster per row than one big frame (the group-bys' hash tables stay in cache). The rules of validation across
+tasks run on the partitions' summed reports, so a table is accepted or refused as `validate` would.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
@@ -35,102 +33,178 @@ from analysis.aggregate import (
 )
 from analysis.base.processes import die_with_parent, starting_children
 from analysis.config import Config
+from analysis.scores.stream import DEFAULT_PARTITION_ROWS, ScoreScan, TaskSet, merge_reports
+from analysis.scores.table import SCHEMA, LoadReport, PartialReport, require_rows
 from analysis.select import Selection, decide, select
 from analysis.signal import GROUP, compute_signal
 
-DEFAULT_PARTITION_ROWS = 250_000  # measured: ~20% less CPU per row than 1M (cache-sized group-bys)
+Progress = Callable[[str, int, int], None]  # (what, done, total)
 
 
 @dataclass
 class StreamedAnalysis:
-    """What `analyse_parquet` computed: the in-memory path's signal, selection and ranking, and how it was read."""
+    """What `analyse_scan` computed: the in-memory path's signal, selection and ranking, the load report of the
+    whole table, and how it was read."""
 
     signal: pl.DataFrame
     selection: Selection
     ranking: AggregateResult | None
+    load_report: LoadReport
     rows: int
     partitions: int
 
 
-def task_ranges(scan: pl.LazyFrame, partition_rows: int = DEFAULT_PARTITION_ROWS) -> list[tuple[str, str, int]]:
-    """(first task, last task, rows) of consecutive task-name ranges of about `partition_rows` rows each.
-
-    A task is never split: one with more rows than `partition_rows` is a range of its own.
-    """
-    counts = scan.group_by("task").agg(pl.len().alias("n")).sort("task").collect(engine="streaming")
-    ranges: list[tuple[str, str, int]] = []
-    first: str | None = None
-    last, rows = "", 0
-    for task, n in counts.iter_rows():
-        if first is not None and rows + n > partition_rows:
-            ranges.append((first, last, rows))
-            first, rows = None, 0
-        first = task if first is None else first
-        last, rows = task, rows + n
-    if first is not None:
-        ranges.append((first, last, rows))
-    return ranges
-
-
-def read_range(scan: pl.LazyFrame, first: str, last: str) -> pl.DataFrame:
-    """The rows of the tasks named first..last (inclusive, by string order)."""
-    return scan.filter(pl.col("task").is_between(pl.lit(first), pl.lit(last))).collect()
-
-
 @dataclass
 class _Part:
-    """One partition's share of the results: its signal, kept rows, ranking inputs and runs."""
+    """One partition's share of the results: its signal, kept rows, ranking inputs, runs and validation report."""
 
     signal: pl.DataFrame
     kept: pl.DataFrame
     scored: TaskScores | None
     runs: pl.DataFrame
-    rows: int
+    report: PartialReport
 
 
-def _analyse_range(scan: pl.LazyFrame, first: str, last: str, config: Config, with_ci: bool, step: int | None) -> _Part:
-    part = read_range(scan, first, last)
-    signal = compute_signal(part, config, with_ci=with_ci)
-    kept = decide(signal, config).filter(pl.col("kept")).select(GROUP)
+def _analyse_part(
+    scan: ScoreScan, tasks: TaskSet, config: Config, with_ci: bool, step: int | None, chosen: pl.DataFrame | None
+) -> _Part:
+    """Validate one partition, then its signal and decisions (or the given `chosen` rows) and ranking inputs."""
+    part, report = scan.read(tasks)
+    if chosen is None:
+        signal = compute_signal(part, config, with_ci=with_ci)
+        kept = decide(signal, config).filter(pl.col("kept")).select(GROUP)
+    else:
+        signal = pl.DataFrame()
+        kept = chosen.join(part.select(pl.col("task").unique()), on="task", how="semi")
     scored = None if kept.is_empty() else task_scores(part, kept, step)
-    return _Part(signal, kept, scored, part.select(pl.col("run").unique()), part.height)
+    return _Part(signal, kept, scored, part.select(pl.col("run").unique()), report)
 
 
 def _parts(
-    scan: pl.LazyFrame,
-    ranges: list[tuple[str, str, int]],
+    scan: ScoreScan,
+    partitions: list[TaskSet],
     config: Config,
     with_ci: bool,
     step: int | None,
+    chosen: pl.DataFrame | None,
     workers: int,
+    progress: Progress | None,
 ) -> Iterator[_Part]:
-    """Each range's _Part, in order: in this process, or in `workers` single-threaded processes (one partition
-    each at a time). Whether whole partitions in parallel beat polars' own threads depends on the machine: on the
-    shared 2-core bench machine under load they did not (`bench/bench_scale.py --workers 2`), so 1 is the default."""
-    if workers <= 1:
-        for first, last, _ in ranges:
-            yield _analyse_range(scan, first, last, config, with_ci, step)
+    """Each partition's _Part, in order: in this process, or in `workers` single-threaded processes (one partition
+    each at a time; on the 2-core bench machine 2 workers took half the time of polars' own threads in one
+    process, `make bench-scale`)."""
+    total = len(partitions)
+    if workers <= 1 or total <= 1:
+        for done, tasks in enumerate(partitions, 1):
+            yield _analyse_part(scan, tasks, config, with_ci, step, chosen)
+            if progress:
+                progress("reading, validating, statistics", done, total)
         return
-    firsts, lasts = [r[0] for r in ranges], [r[1] for r in ranges]
-    previous = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"  # read by each worker's polars at import
-    try:
-        pool = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
+    with _single_threaded_children():
+        pool = ProcessPoolExecutor(min(workers, total), mp_context=mp.get_context("spawn"), initializer=die_with_parent)
         with pool:
-            args = (repeat(scan), firsts, lasts, repeat(config), repeat(with_ci), repeat(step))
+            args = (repeat(scan), partitions, repeat(config), repeat(with_ci), repeat(step), repeat(chosen))
             with starting_children():  # the workers start (Ctrl-C held) on the first submission
-                pending = pool.map(_analyse_range, *args)
-            results = list(pending)
+                pending = pool.map(_analyse_part, *args)
+            for done, result in enumerate(pending, 1):
+                yield result
+                if progress:
+                    progress("reading, validating, statistics", done, total)
+
+
+@contextmanager
+def _single_threaded_children() -> Iterator[None]:
+    """POLARS_MAX_THREADS=1 for the worker processes started inside (read by each worker's polars at import)."""
+    previous = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+    try:
+        yield
     finally:
         if previous is None:
             os.environ.pop("POLARS_MAX_THREADS", None)
         else:
             os.environ["POLARS_MAX_THREADS"] = previous
-    yield from results
+
+
+def analyse_scan(
+    scan: ScoreScan,
+    config: Config,
+    *,
+    with_ci: bool = False,
+    partition_rows: int = DEFAULT_PARTITION_ROWS,
+    step: int | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> StreamedAnalysis:
+    """Validate, then `compute_signal`, `select` and (when a kept task is rankable) `aggregate`, by partitions.
+
+    Equal to the in-memory path value by value (tests/analysis/test_streaming_analysis.py, `make bench-scale` at 1M
+    rows). `workers` > 1 analyses that many partitions at once in child processes (memory: one partition each).
+    """
+    partitions = scan.partitions(partition_rows)
+    parts = list(_parts(scan, partitions, config, with_ci, step, None, workers, progress))
+    load_report = _load_report(scan, parts)
+    signal = pl.concat([p.signal for p in parts], how="vertical_relaxed").sort(list(GROUP))
+    selection = select(signal, config)
+    _check_decisions_per_task(selection, parts)
+    kept = selection.kept.select(GROUP)
+    ranking = None
+    if rankable(kept):
+        notes: list[str] = []
+        ranking = _ranking(scan, parts, usable_selection(kept, notes), config, step, notes)
+    return StreamedAnalysis(signal, selection, ranking, load_report, scan.rows, len(partitions))
+
+
+def rank_scan(
+    scan: ScoreScan,
+    chosen: pl.DataFrame,
+    config: Config,
+    *,
+    partition_rows: int = DEFAULT_PARTITION_ROWS,
+    step: int | None = None,
+    workers: int = 1,
+    progress: Progress | None = None,
+) -> tuple[AggregateResult, LoadReport]:
+    """`aggregate` over the `chosen` (task, fewshot, metric) rows (a decisions.csv's kept ones), by partitions,
+    without the statistics; raises AggregateError as `aggregate` would (an empty selection, a task the table
+    lacks)."""
+    notes: list[str] = []
+    usable = usable_selection(chosen, notes)  # an empty selection fails before anything is read
+    partitions = scan.partitions(partition_rows)
+    parts = list(_parts(scan, partitions, config, False, step, chosen, workers, progress))
+    load_report = _load_report(scan, parts)
+    return _ranking(scan, parts, usable, config, step, notes), load_report
+
+
+def _load_report(scan: ScoreScan, parts: Sequence[_Part]) -> LoadReport:
+    """The whole table's load report from the partitions' (the rules across tasks raise here)."""
+    report = merge_reports([p.report for p in parts], scan.source)
+    require_rows(report.n_rows, report, scan.rows)
+    if scan.known_report is not None:  # validated whole when it was read (a CSV, lm-eval output): its notes
+        return scan.known_report
+    report.notes += scan.notes
+    return report
+
+
+def _ranking(
+    scan: ScoreScan, parts: Sequence[_Part], usable: pl.DataFrame, config: Config, step: int | None, notes: list[str]
+) -> AggregateResult:
+    """`aggregate_task_scores` of the partitions' per-(run, task) scores; the raw file describes what is missing."""
+    runs = pl.concat([p.runs for p in parts]).unique().sort("run")
+    scored = [p.scored for p in parts if p.scored is not None]
+    combined = concat_task_scores(scored) if scored else task_scores(pl.DataFrame(schema=SCHEMA), usable, step)
+    return aggregate_task_scores(combined, usable, runs, config.aggregate, step, notes, pl.scan_parquet(scan.path))
+
+
+def _check_decisions_per_task(selection: Selection, parts: Sequence[_Part]) -> None:
+    """Decisions are per task, so the partitions' kept rows are the whole selection's; a difference is a bug here."""
+    by_parts = pl.concat([p.kept for p in parts]).sort(list(GROUP))
+    if not selection.kept.select(GROUP).sort(list(GROUP)).equals(by_parts):
+        raise RuntimeError("per-partition decisions differ from the whole selection's: a task spans partitions")
 
 
 def analyse_parquet(
-    source: Path | str | pl.LazyFrame,
+    source: Path | str,
     config: Config,
     *,
     with_ci: bool = False,
@@ -138,27 +212,6 @@ def analyse_parquet(
     step: int | None = None,
     workers: int = 1,
 ) -> StreamedAnalysis:
-    """`compute_signal`, `select` and (when a kept task is rankable) `aggregate` of a score table, by partitions.
-
-    Equal to the in-memory path value by value (tests/analysis/test_streaming_analysis.py, `make bench-scale` at 1M
-    rows).
-    `workers` > 1 analyses that many partitions at once in child processes (memory: one partition each).
-    """
-    scan = source if isinstance(source, pl.LazyFrame) else pl.scan_parquet(source)
-    ranges = task_ranges(scan, partition_rows)
-    parts = list(_parts(scan, ranges, config, with_ci, step, workers))
-    signal = pl.concat([p.signal for p in parts], how="vertical_relaxed").sort(list(GROUP))
-    selection = select(signal, config)
-    chosen = selection.kept.select(GROUP)
-    # decisions are per task, so the partitions' kept rows are the whole selection's; a difference is a bug here
-    by_parts = pl.concat([p.kept for p in parts]).sort(list(GROUP))
-    if not chosen.sort(list(GROUP)).equals(by_parts):
-        raise RuntimeError("per-partition decisions differ from the whole selection's: a task spans partitions")
-    ranking = None
-    if rankable(chosen):
-        notes: list[str] = []
-        usable = usable_selection(chosen, notes)
-        all_runs = pl.concat([p.runs for p in parts]).unique().sort("run")
-        scored = concat_task_scores([p.scored for p in parts if p.scored is not None])
-        ranking = aggregate_task_scores(scored, usable, all_runs, config.aggregate, step, notes, scan)
-    return StreamedAnalysis(signal, selection, ranking, sum(p.rows for p in parts), len(ranges))
+    """`analyse_scan` of the parquet score table at `source`."""
+    with ScoreScan.open(source) as scan:
+        return analyse_scan(scan, config, with_ci=with_ci, partition_rows=partition_rows, step=step, workers=workers)

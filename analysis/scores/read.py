@@ -22,6 +22,8 @@ from analysis.scores.table import (
     read_table_file,
 )
 
+IGNORED_OPTIONS_NOTE = "task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input"
+
 
 def read_scores(
     path: str | Path,
@@ -49,5 +51,5 @@ def read_scores(
         )
     frame, report = read_table_file(path)
     if task_info is not None or tokens_per_step is not None:
-        report.notes.append("task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input")
+        report.notes.append(IGNORED_OPTIONS_NOTE)
     return frame, report

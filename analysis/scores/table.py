@@ -160,16 +160,15 @@ def _schema_help() -> str:
 
 
 def _select_columns(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[str]]:
-    """Require every schema column; drop extras with a note (producers often add their own)."""
+    """Require every schema column; drop extras (producers often add their own), returning their names for the
+    load report's note."""
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ScoreTableError(
             f"{source}: missing column(s) {', '.join(missing)}; the score table needs {_schema_help()}. "
             "fix: add the missing columns (nullable ones may be left empty)"
         )
-    extra = [c for c in frame.columns if c not in SCHEMA]
-    notes = [f"dropped extra columns not in the schema: {', '.join(extra)}"] if extra else []
-    return frame.select(COLUMNS), notes
+    return frame.select(COLUMNS), [c for c in frame.columns if c not in SCHEMA]
 
 
 def _castable(dtype: pl.DataType) -> bool:
@@ -251,8 +250,9 @@ def _refuse_control_characters(distinct: Mapping[str, pl.DataFrame], source: str
         _raise(source, problems)
 
 
-def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[str], list[str]]:
-    """Strip leading/trailing whitespace from the text columns; returns the frame, notes and the columns changed.
+def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, dict[str, list[str]], list[str]]:
+    """Strip leading/trailing whitespace from the text columns; returns the frame, the distinct padded values of each
+    changed column (for the load report's note) and the columns changed.
 
     A trailing space makes "belebele_hau " a task of its own that no suite file, config or plot would ever name,
     and it is never what a producer meant (task, metric and run names have no spaces at their ends), so it is
@@ -267,12 +267,8 @@ def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, list[st
         for c, values in zip(_TEXT_COLUMNS, distinct, strict=True)
     }
     changed = [c for c in _TEXT_COLUMNS if padded[c].len()]
-    notes = [
-        f"stripped leading/trailing spaces from {padded[c].len():,} distinct '{c}' value(s), e.g. "
-        + ", ".join(repr(v) for v in padded[c].head(3))
-        for c in changed
-    ]
-    return frame.with_columns(pl.col(c).str.strip_chars() for c in changed), notes, changed
+    stripped = frame.with_columns(pl.col(c).str.strip_chars() for c in changed)
+    return stripped, {c: padded[c].to_list() for c in changed}, changed
 
 
 def _check_nulls(frame: pl.DataFrame, source: str) -> None:
@@ -304,15 +300,15 @@ def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]
     return frame.filter(~nan), count, _render_rows(frame.filter(nan), [])
 
 
-def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """A NaN stderr is an unknown stderr, a NaN random_baseline no baseline: store them as null, with a note."""
-    notes = []
-    for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline")):
-        count = int(frame.select(pl.col(column).is_nan().sum()).item())
-        if count:
-            notes.append(f"set {count:,} NaN {column} values to null ({meaning})")
+def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """A NaN stderr is an unknown stderr, a NaN random_baseline no baseline: store them as null, counting them for
+    the load report's note."""
+    counts = {}
+    for column in ("stderr", "random_baseline"):
+        counts[column] = int(frame.select(pl.col(column).is_nan().sum()).item())
+        if counts[column]:
             frame = frame.with_columns(pl.col(column).fill_nan(None))
-    return frame, notes
+    return frame, counts
 
 
 # --------------------------------------------------------------------------------------------------
@@ -505,10 +501,10 @@ def _check_groups(frame: pl.DataFrame, source: str, summaries: Sequence[pl.DataF
         _raise(source, problems)
 
 
-def _check_token_order(frame: pl.DataFrame, source: str, checkpoints: pl.DataFrame) -> None:
+def _check_token_order(source: str, checkpoints: pl.DataFrame) -> None:
     """Tokens seen never fall as the step rises within one seed of a run: training only adds tokens.
 
-    Runs on the small (run, seed, step) summary, whose one token count per checkpoint `_check_groups` guaranteed.
+    Runs on the small (run, seed, step) summary, whose one token count per checkpoint `finish_report` guaranteed.
     Seeds are compared with themselves only: unpacked batches make seeds see different counts at one step.
     """
     order = (
@@ -657,27 +653,117 @@ def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadRep
     Raises:
         ScoreTableError: naming the source, column(s), up to five offending rows, the count and the fix.
     """
-    frame, notes = _select_columns(frame, source)
+    frame, partial = validate_partition(frame, source=source)
+    return frame, finish_report(partial)
+
+
+_CHECKPOINT_SCHEMA = {"run": pl.String(), "seed": pl.Int64(), "step": pl.Int64(),
+                      "tokens_low": pl.Int64(), "tokens_high": pl.Int64()}  # fmt: skip
+
+
+@dataclass
+class PartialReport:
+    """What validating some whole tasks of a table found, summable over the partitions of a streamed table
+    (`analysis.streaming`): `finish_report` renders the same LoadReport from the sum as `validate` from one frame.
+
+    `checkpoints` holds one row per (run, seed, step) with the lowest and highest token count its rows give;
+    the rules across tasks (one count per checkpoint, counts never fall, the seed-spread note) run on the sum.
+    """
+
+    source: str
+    n_rows: int = 0
+    dropped_nan: int = 0
+    dropped_nan_examples: list[str] = field(default_factory=list)
+    extra_columns: list[str] = field(default_factory=list)
+    padded: dict[str, list[str]] = field(default_factory=dict)  # text column -> its distinct padded values
+    nan_counts: dict[str, int] = field(default_factory=dict)  # stderr / random_baseline -> NaN values nulled
+    checkpoints: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_CHECKPOINT_SCHEMA))
+
+    @staticmethod
+    def combine(parts: Sequence[PartialReport], source: str) -> PartialReport:
+        """The report of all the partitions' rows (disjoint sets of whole tasks of one table)."""
+        padded = {c: sorted({v for part in parts for v in part.padded.get(c, [])}) for c in _TEXT_COLUMNS}
+        checkpoints = (
+            pl.concat([pl.DataFrame(schema=_CHECKPOINT_SCHEMA), *(part.checkpoints for part in parts)])
+            .group_by("run", "seed", "step")
+            .agg(pl.col("tokens_low").min(), pl.col("tokens_high").max())
+        )
+        return PartialReport(
+            source,
+            sum(part.n_rows for part in parts),
+            sum(part.dropped_nan for part in parts),
+            [example for part in parts for example in part.dropped_nan_examples][:_MAX_EXAMPLES],
+            next((part.extra_columns for part in parts if part.extra_columns), []),
+            {c: values for c, values in padded.items() if values},
+            {c: sum(part.nan_counts.get(c, 0) for part in parts) for c in ("stderr", "random_baseline")},
+            checkpoints,
+        )
+
+
+def validate_partition(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, PartialReport]:
+    """`validate` of whole tasks of a table, without the rules across tasks that need every row
+    (`finish_report` runs those on the summed PartialReport). Every rule inside a task is checked here:
+    types, nulls, names, values, one task description, one baseline, unique keys, and one token count per
+    checkpoint among these rows."""
+    frame, extra = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
-    frame, strip_notes, stripped = _strip_text(frame, source)
+    frame, padded, stripped = _strip_text(frame, source)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
-    frame, stderr_notes = _null_nan_stderr(frame)
-    report = LoadReport(source, frame.height, dropped, dropped_examples, notes + strip_notes + stderr_notes)
+    frame, nan_counts = _null_nan_stderr(frame)
+    partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts)
     if not frame.height:
-        return frame, report
+        return frame, partial
     summaries = _summaries(frame)
     values = {  # every run, task and metric, from the (small) summaries that group by them
         c: next(s for s in summaries if c in s.columns).get_column(c).unique().sort() for c in _TEXT_KEY
     }
     _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks())
     _check_groups(frame, source, summaries)
-    checkpoints = next(s for s in summaries if "tokens" in s.columns)
-    _check_token_order(frame, source, checkpoints)
-    report.notes += _token_spread_note(checkpoints)
+    partial.checkpoints = (
+        next(s for s in summaries if "tokens" in s.columns)
+        .select("run", "seed", "step", pl.col("tokens").alias("tokens_low"), pl.col("tokens").alias("tokens_high"))
+    )  # fmt: skip
     frame, sort_key = _sort(frame, values)
     _check_duplicates(frame, sort_key, source, stripped)
-    return frame, report
+    return frame, partial
+
+
+def finish_report(partial: PartialReport) -> LoadReport:
+    """The rules across tasks on the summed checkpoints, then the LoadReport of the whole table.
+
+    Raises ScoreTableError when a checkpoint has two token counts in rows of different tasks, or when counts
+    fall as steps rise (a frame validated whole has the first rule checked by `validate_partition` already).
+    """
+    source, checkpoints = partial.source, partial.checkpoints
+    conflicts = checkpoints.filter(pl.col("tokens_low") != pl.col("tokens_high")).sort("run", "seed", "step")
+    if conflicts.height:
+        rule = _GROUP_RULES[0]
+        examples = [
+            f"run={row['run']} seed={_fmt(row['seed'])} step={row['step']} has tokens "
+            f"from {row['tokens_low']:,} to {row['tokens_high']:,}"
+            for row in conflicts.head(_MAX_EXAMPLES).rows(named=True)
+        ]
+        _raise(source, [_problem((*rule.by, *rule.values), conflicts.height, rule.what, examples, rule.fix)])
+    checkpoints = checkpoints.select("run", "seed", "step", pl.col("tokens_low").alias("tokens"))
+    notes = [f"dropped extra columns not in the schema: {', '.join(partial.extra_columns)}"] * bool(
+        partial.extra_columns
+    )
+    notes += [
+        f"stripped leading/trailing spaces from {len(values):,} distinct '{c}' value(s), e.g. "
+        + ", ".join(repr(v) for v in values[:3])
+        for c, values in ((c, partial.padded[c]) for c in _TEXT_COLUMNS if c in partial.padded)
+    ]
+    notes += [
+        f"set {partial.nan_counts[column]:,} NaN {column} values to null ({meaning})"
+        for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline"))
+        if partial.nan_counts.get(column)
+    ]
+    report = LoadReport(source, partial.n_rows, partial.dropped_nan, partial.dropped_nan_examples, notes)
+    if partial.n_rows:
+        _check_token_order(source, checkpoints)
+        report.notes += _token_spread_note(checkpoints)
+    return report
 
 
 # --------------------------------------------------------------------------------------------------
@@ -950,7 +1036,7 @@ def read_lm_eval_harness(
     raw = pl.DataFrame(rows.columns, schema=SCHEMA)
     frame, report = validate(raw, source=source)
     report.notes = notes + report.notes
-    _require_rows(frame, report, raw.height, notes[1:])
+    require_rows(frame.height, report, raw.height, notes[1:])
     return frame, report
 
 
@@ -1043,14 +1129,15 @@ def _read_table(path: Path) -> pl.DataFrame:
         raise ScoreTableError(f"{path}: cannot read it as {path.suffix[1:]} ({error})") from error
 
 
-def _require_rows(frame: pl.DataFrame, report: LoadReport, read: int, skipped: Sequence[str] = ()) -> None:
+def require_rows(rows: int, report: LoadReport, read: int, skipped: Sequence[str] = ()) -> None:
     """A table left with no row to analyse is an error at load time, saying which step removed the rows.
 
     Without this an empty table travelled on into the statistics and crashed there (an all-null column has no
     type the arithmetic accepts). `read` is the number of rows before the NaN policy; `skipped` says what the
-    reader left out before (lm-evaluation-harness tasks without task info, unknown metrics).
+    reader left out before (lm-evaluation-harness tasks without task info, unknown metrics). `rows`: the rows
+    left after loading.
     """
-    if frame.height:
+    if rows:
         return
     if report.dropped_nan:
         why = (
@@ -1081,7 +1168,7 @@ def read_table_file(path: Path) -> tuple[pl.DataFrame, LoadReport]:
         raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
     raw = _read_table(path)
     frame, report = validate(raw, source=str(path))
-    _require_rows(frame, report, raw.height)
+    require_rows(frame.height, report, raw.height)
     return frame, report
 
 

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import polars as pl
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from analysis.aggregate import AggregateError
 from analysis.base.io import OutputDirectoryError, output_lock
 from analysis.config import Config, ConfigError, load_config
-from analysis.scores.read import read_scores
-from analysis.scores.table import LoadReport, ScoreTableError
+from analysis.scores.stream import ScoreScan, open_scores
+from analysis.scores.table import ScoreTableError
 from analysis.select import DecisionsError, read_decisions
 from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,
@@ -26,6 +30,9 @@ from finetasks_afr.cli.common import (
     wrote_line,
 )
 from finetasks_afr.data.bundled import BUNDLED_MIXES, BUNDLED_SWEEP, BUNDLED_TRUTH, config_for
+
+if TYPE_CHECKING:
+    from analysis.pipeline import SelectionOutput
 
 SIMULATED_SWEEP = Path(__file__).resolve().parents[1] / "data" / "simulated_sweep.parquet"
 
@@ -48,17 +55,77 @@ TokensOpt = Annotated[
 SkipOpt = Annotated[bool, typer.Option("--skip-unknown", help="Skip lm-eval tasks without task info (listed).")]
 
 
-def _load(
-    scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool
-) -> tuple[pl.DataFrame, LoadReport]:
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option("--workers", min=1, help="Processes that analyse partitions of the table at once (each holds one "
+                 "partition of whole tasks). Default: the CPU count, at most 4."),
+]  # fmt: skip
+
+
+def default_workers(workers: int | None) -> int:
+    """`--workers`, or the CPU count capped at 4 (more processes than partitions are never started)."""
+    return workers or min(4, os.cpu_count() or 1)
+
+
+@contextmanager
+def opened_scores(
+    scores: Path | None, task_info: Path | None, tokens_per_step: int | None, skip_unknown: bool = False
+) -> Iterator[ScoreScan]:
+    """The score table as a ScoreScan (`analysis.scores.stream.open_scores`): a parquet table streamed as it is, any
+    other source read once and converted; the bundled sweep when `scores` is None. Errors exit 2 with the message.
+    """
     path = scores or BUNDLED_SWEEP
     if scores is None and not BUNDLED_SWEEP.is_file():
         raise fail(f"the bundled sweep {BUNDLED_SWEEP} is missing; regenerate it with `make bundle`")
-    with console.status(f"loading {path}"):
-        try:
-            return read_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)
-        except ScoreTableError as error:
-            raise fail(str(error)) from error
+    try:
+        with console.status(f"indexing {path}"):
+            stack = ExitStack()
+            scan = stack.enter_context(
+                open_scores(path, task_info=task_info, tokens_per_step=tokens_per_step, skip_unknown=skip_unknown)
+            )
+        with stack:
+            console.print(f"[green]reading[/] {escape(scan.source)}: {scan.rows:,} rows, {len(scan.tasks):,} tasks")
+            yield scan
+    except ScoreTableError as error:  # from the index, or from a partition's validation while streaming
+        raise fail(str(error)) from error
+
+
+def run_selection_command(
+    scores: Path | None,
+    out: Path,
+    config: Path | None,
+    task_info: Path | None,
+    tokens_per_step: int | None,
+    skip_unknown: bool,
+    figures: bool,
+    workers: int | None,
+) -> SelectionOutput:
+    """What `select` and `report` share: check --out, stream the table through the selection into `out` with a
+    progress bar, print the load report; the output for the command's own summary."""
+    from analysis.pipeline import run_selection
+
+    require_analysis_out(out)
+    cfg = _config(config, scores)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with (
+        opened_scores(scores, task_info, tokens_per_step, skip_unknown) as scan,
+        Progress(*columns, console=console, transient=True) as bar,
+    ):
+        job = bar.add_task("statistics, selection, ranking", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(job, description=what, completed=done, total=total)
+
+        try:  # another writer of --out: wait for it, saying whom (or exit 2 naming it after the wait)
+            with output_lock(out, on_wait=waiting_note):
+                output = run_selection(
+                    scan, cfg, out, figures=figures, progress=progress, workers=default_workers(workers)
+                )
+        except (OSError, OutputDirectoryError) as error:
+            raise output_failure(out, error) from error
+    if output.load_report is not None:
+        console.print(f"[green]loaded[/] {escape(output.load_report.summary())}")
+    return output
 
 
 def _config(path: Path | None, scores: Path | None = None) -> Config:
@@ -80,26 +147,10 @@ def select_command(
     tokens_per_step: TokensOpt = None,
     skip_unknown: SkipOpt = False,
     figures: Annotated[bool, typer.Option(help="Write figures (matplotlib).")] = True,
+    workers: WorkersOpt = None,
 ) -> None:
     """Select the fine tasks per language: decisions.csv, suites/{cf,mcf}/<lang>.txt, report.md/.html, figures/."""
-    from analysis.pipeline import run_selection
-
-    require_analysis_out(out)
-    cfg = _config(config, scores)
-    table, report = _load(scores, task_info, tokens_per_step, skip_unknown)
-    console.print(f"[green]loaded[/] {report.summary()}")
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
-        job = bar.add_task("statistics, selection, ranking", total=None)
-
-        def progress(what: str, done: int, total: int) -> None:
-            bar.update(job, description=what, completed=done, total=total)
-
-        try:  # another writer of --out: wait for it, saying whom (or exit 2 naming it after the wait)
-            with output_lock(out, on_wait=waiting_note):
-                output = run_selection(table, report, cfg, out, figures=figures, progress=progress)
-        except (OSError, OutputDirectoryError) as error:
-            raise output_failure(out, error) from error
+    output = run_selection_command(scores, out, config, task_info, tokens_per_step, skip_unknown, figures, workers)
     _print_summary(output.selection.decisions)
     for flag in output.selection.coverage:
         console.print(f"[yellow]coverage:[/] {flag.describe()}")
@@ -128,22 +179,22 @@ def aggregate_command(
     task_info: TaskInfoOpt = None,
     tokens_per_step: TokensOpt = None,
     skip_unknown: SkipOpt = False,
+    workers: WorkersOpt = None,
 ) -> None:
     """Rank the runs on the selected tasks: DIR/ranking.csv (mean rank, Borda, mean win rate)."""
     from analysis.pipeline import run_aggregate
 
     require_analysis_out(out)
     cfg = _config(config, scores)
-    table, _ = _load(scores, task_info, tokens_per_step, skip_unknown)
-    try:
-        tasks = set(table.get_column("task").unique().to_list())
-        chosen = None if decisions is None else read_decisions(decisions, tasks)
-        with console.status("aggregating"), output_lock(out, on_wait=waiting_note):
-            result = run_aggregate(table, cfg, out, chosen)
-    except (DecisionsError, AggregateError) as error:
-        raise fail(str(error)) from error
-    except (OSError, OutputDirectoryError) as error:
-        raise output_failure(out, error) from error
+    with opened_scores(scores, task_info, tokens_per_step, skip_unknown) as scan:
+        try:
+            chosen = None if decisions is None else read_decisions(decisions, set(scan.tasks))
+            with console.status("aggregating"), output_lock(out, on_wait=waiting_note):
+                result = run_aggregate(scan, cfg, out, chosen, workers=default_workers(workers))
+        except (DecisionsError, AggregateError) as error:
+            raise fail(str(error)) from error
+        except (OSError, OutputDirectoryError) as error:
+            raise output_failure(out, error) from error
     view = Table(title="multilingual ranking (lower mean rank is better)")
     for column in ("run", "mean rank", "Borda", "win rate", "missing languages"):
         view.add_column(column)

@@ -157,6 +157,7 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     from analysis.config import load_config
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.discover import discover
+    from analysis.scores.stream import frame_scan
     from analysis.scores.table import write_scores
     from finetasks_afr.demo.train import train_tokenizer
     from finetasks_afr.demo.truth import truth_check
@@ -203,8 +204,9 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     scores = out / "scores.parquet"
     write_scores(table, scores)
     config = load_config(DEMO_CONFIG)
-    selection = run_selection(table, _load_report(scores, report), config, out / "selection")
-    aggregated = run_aggregate(table, config, out / "aggregate", selection.selection.decisions)
+    with frame_scan(table, _load_report(scores, report)) as scan:
+        selection = run_selection(scan, config, out / "selection")
+        aggregated = run_aggregate(scan, config, out / "aggregate", selection.selection.decisions)
     mixes = mixes_design(world)
     atomic_write_text(out / MIXES_FILE, json.dumps(mixes, indent=2, sort_keys=True) + "\n")
     kinds = {task.name: task.kind for task in world.tasks}

@@ -156,6 +156,7 @@ def run_study(
     from analysis.base.io import write_csv_atomic
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.discover import discover
+    from analysis.scores.stream import frame_scan
     from analysis.scores.table import LoadReport, write_scores
     from finetasks_afr.study.train import train_study_tokenizer
     from finetasks_afr.study.truth import study_truth, summarise_truth
@@ -202,15 +203,16 @@ def run_study(
     write_scores(table, scores)
     config = study_config(sizes)
     load_report = LoadReport(source=str(scores), n_rows=report.rows, notes=report.summary().splitlines()[1:])
-    selection = run_selection(table, load_report, config, out / "selection")
-    decisions = selection.selection.decisions
-    if decisions.filter(pl.col("kept")).is_empty():  # a negative result: nothing to rank the runs on
-        log("the selection kept no task: the runs are not ranked (no aggregate/)")
-        shutil.rmtree(out / "aggregate", ignore_errors=True)
-        schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
-        language_scores = pl.DataFrame(schema=schema)
-    else:
-        language_scores = run_aggregate(table, config, out / "aggregate", decisions).language_scores
+    with frame_scan(table, load_report) as scan:
+        selection = run_selection(scan, config, out / "selection")
+        decisions = selection.selection.decisions
+        if decisions.filter(pl.col("kept")).is_empty():  # a negative result: nothing to rank the runs on
+            log("the selection kept no task: the runs are not ranked (no aggregate/)")
+            shutil.rmtree(out / "aggregate", ignore_errors=True)
+            schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
+            language_scores = pl.DataFrame(schema=schema)
+        else:
+            language_scores = run_aggregate(scan, config, out / "aggregate", decisions).language_scores
     check = study_truth(table, decisions, language_scores)
     write_csv_atomic(check, out / "truth_check.csv")
     atomic_write_text(out / "truth.md", summarise_truth(check))

@@ -228,11 +228,12 @@ def test_a_table_without_english_tasks_has_no_gap() -> None:
 
 def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_benchmark(tmp_path: Path) -> None:
     from analysis.pipeline import run_selection
-    from analysis.scores.table import LoadReport
+    from analysis.scores.stream import frame_scan
 
     table = simulate_gap_sweep()
     out = tmp_path / "out"
-    result = run_selection(table, LoadReport(source="simulated gap sweep", n_rows=table.height), Config(), out)
+    with frame_scan(table, source="simulated gap sweep") as scan:
+        result = run_selection(scan, Config(), out)
     written = pl.read_csv(out / "english_gap.csv")
     assert tuple(written.columns) == GAP_COLUMNS
     assert written.height == len(RUNS) * len(STEPS) * 5
@@ -253,11 +254,12 @@ def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_bench
 
 def test_no_gap_section_or_files_without_english_counterparts(tmp_path: Path) -> None:
     from analysis.pipeline import run_selection
-    from analysis.scores.table import LoadReport
+    from analysis.scores.stream import frame_scan
 
     table = simulate_gap_sweep().filter(pl.col("language") != "eng")
     out = tmp_path / "out"
-    run_selection(table, LoadReport(source="no English", n_rows=table.height), Config(), out, figures=False)
+    with frame_scan(table, source="no English") as scan:
+        run_selection(scan, Config(), out, figures=False)
     assert not (out / "english_gap.csv").exists() and not (out / "english_gap_summary.csv").exists()
     assert "Gap to English" not in (out / "report.md").read_text(encoding="utf-8")
 

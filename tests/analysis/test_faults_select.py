@@ -24,6 +24,7 @@ from analysis.base.io import OUTPUT_MARKER, OutputDirectoryError
 from analysis.config import load_config
 from analysis.pipeline import check_inside, run_selection
 from analysis.scores.read import read_scores
+from analysis.scores.stream import ScoreScan, frame_scan
 from analysis.select import DecisionsError, read_decisions, safe_file_name
 from finetasks_afr.cli import app
 from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
@@ -237,18 +238,18 @@ def test_an_output_of_an_older_version_is_adopted(tmp_path: Path) -> None:
 
 def test_a_failing_run_leaves_the_previous_output_untouched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config(BUNDLED_CONFIG)
-    table, report = read_scores(BUNDLED_SWEEP)
     out = tmp_path / "out"
-    first = run_selection(table, report, config, out, figures=False)
-    assert all(path.is_file() and path.is_relative_to(out) for path in first.written)
-    before = {name: (out / name).read_bytes() for name in _files(out)}
+    with ScoreScan.open(BUNDLED_SWEEP) as scan:
+        first = run_selection(scan, config, out, figures=False)
+        assert all(path.is_file() and path.is_relative_to(out) for path in first.written)
+        before = {name: (out / name).read_bytes() for name in _files(out)}
 
-    def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("disk full while writing the HTML report")
+        def broken(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("disk full while writing the HTML report")
 
-    monkeypatch.setattr(pipeline, "write_html_report", broken)
-    with pytest.raises(RuntimeError, match="disk full"):
-        run_selection(table.filter(pl.col("language") == "qaa"), report, config, out, figures=False)
+        monkeypatch.setattr(pipeline, "write_html_report", broken)
+        with pytest.raises(RuntimeError, match="disk full"):
+            run_selection(scan, config, out, figures=False)
     assert {name: (out / name).read_bytes() for name in _files(out)} == before
     assert not _leftovers(tmp_path)
 
@@ -258,8 +259,9 @@ def test_demo_pipeline_calls_still_work_twice(tmp_path: Path) -> None:
     config = load_config(BUNDLED_CONFIG)
     table, report = read_scores(BUNDLED_SWEEP)
     for _ in range(2):
-        selection = run_selection(table, report, config, tmp_path / "selection", figures=False)
-        ranking = pipeline.run_aggregate(table, config, tmp_path / "aggregate", selection.selection.decisions)
+        with frame_scan(table, report) as scan:
+            selection = run_selection(scan, config, tmp_path / "selection", figures=False)
+            ranking = pipeline.run_aggregate(scan, config, tmp_path / "aggregate", selection.selection.decisions)
     assert ranking.ranking.height == table.get_column("run").n_unique()
     assert (tmp_path / "aggregate" / "language_scores.csv").is_file()
     assert not _leftovers(tmp_path)
@@ -289,7 +291,8 @@ def test_figure_workers_are_started_to_die_with_their_parent(tmp_path: Path, mon
     config = load_config(BUNDLED_CONFIG)
     table, _ = read_scores(BUNDLED_SWEEP)
     selection = pipeline.analyse(table, config).selection
-    pipeline._figures(table, selection, None, config, tmp_path, None, workers=2)
+    with ScoreScan.open(BUNDLED_SWEEP) as scan:
+        pipeline._figures(scan, selection, None, config, tmp_path, None, workers=2)
     from analysis.base.processes import die_with_parent
 
     assert seen.get("initializer") is die_with_parent

@@ -13,7 +13,9 @@ import polars as pl
 import pytest
 
 from analysis.config import load_config
-from analysis.streaming import analyse_parquet, read_range, task_ranges
+from analysis.scores.stream import MAX_READ_AMPLIFICATION, ScoreScan, _groups, read_amplification
+from analysis.scores.table import KEY, validate
+from analysis.streaming import analyse_parquet
 from bench.bench_scale import compare_frames, compare_with_memory
 from bench.synthetic import make_small_random_table, make_synthetic_table, write_synthetic_parquet
 
@@ -21,7 +23,7 @@ CONFIG = load_config()
 
 
 def _streamed_equals_memory(table: pl.DataFrame, path: Path, partition_rows: int, *, with_ci: bool = False) -> int:
-    table.write_parquet(path, row_group_size=500)
+    table.write_parquet(path, row_group_size=500)  # whatever its order: out of task order, it is split first
     streamed = analyse_parquet(path, CONFIG, partition_rows=partition_rows, with_ci=with_ci)
     assert streamed.rows == table.height
     assert streamed.partitions > 1
@@ -50,18 +52,41 @@ def test_irregular_tables_streamed_equal_memory(tmp_path: Path, rng_seed: int) -
     _streamed_equals_memory(table.sample(fraction=1.0, shuffle=True, seed=rng_seed), tmp_path / "t.parquet", 1)
 
 
-def test_task_ranges_cover_every_row_once_and_never_split_a_task(tmp_path: Path) -> None:
-    table = make_synthetic_table(n_tasks=10, n_runs=3, n_seeds=2, n_steps=5).sample(fraction=1.0, shuffle=True, seed=1)
+def test_partitions_cover_every_row_once_and_never_split_a_task(tmp_path: Path) -> None:
+    table = make_synthetic_table(n_tasks=10, n_runs=3, n_seeds=2, n_steps=5).sort("task")
     path = tmp_path / "t.parquet"
     table.write_parquet(path, row_group_size=100)
-    scan = pl.scan_parquet(path)
-    ranges = task_ranges(scan, partition_rows=250)
-    parts = [read_range(scan, first, last) for first, last, _ in ranges]
-    assert [p.height for p in parts] == [n for _, _, n in ranges]
+    with ScoreScan.open(path) as scan:
+        partitions = scan.partitions(partition_rows=250)
+        parts = [scan.read(tasks)[0] for tasks in partitions]
+        assert all(tasks.first is not None for tasks in partitions)  # task order: range reads of the file itself
+        assert read_amplification(path, partitions) < 1.5
+        assert len(scan.partitions(partition_rows=1)) == 10  # a task larger than a partition is one of its own
+    assert [p.height for p in parts] == [tasks.rows for tasks in partitions]
     assert sum(p.height for p in parts) == table.height
     tasks = [set(p.get_column("task").unique().to_list()) for p in parts]
     assert sum(len(t) for t in tasks) == len(set().union(*tasks)) == 10
-    assert len(task_ranges(scan, partition_rows=1)) == 10  # a task larger than a partition is a range of its own
+
+
+def test_a_file_out_of_task_order_is_split_by_partition_first(tmp_path: Path) -> None:
+    """A table sorted by run first (as `write_scores` and sweeps write it) would be scanned whole by every
+    partition: it is split into one file per partition, read once each, with the same results; the split is
+    removed with the scan."""
+    table = make_synthetic_table(n_tasks=10, n_runs=3, n_seeds=2, n_steps=5).sort("run", "seed", "step", "task")
+    path = tmp_path / "t.parquet"
+    table.write_parquet(path, row_group_size=100)
+    with ScoreScan.open(path) as scan:
+        direct = [scan._task_set(group) for group in _groups(scan.index, 250)]
+        assert read_amplification(path, direct) > MAX_READ_AMPLIFICATION
+        partitions = scan.partitions(partition_rows=250)
+        assert all(tasks.whole_source and tasks.sources[0].parent.parent == scan._workdir for tasks in partitions)
+        parts = [scan.read(tasks)[0] for tasks in partitions]
+        workdir = scan._workdir
+        assert scan.read_tasks(["afrimmlu_yor_cf"]).height == table.filter(pl.col("task") == "afrimmlu_yor_cf").height
+    assert workdir is not None and not workdir.exists()
+    assert [p.height for p in parts] == [tasks.rows for tasks in partitions]
+    assert pl.concat(parts).sort(KEY).equals(validate(table, source="t")[0].sort(KEY))
+    _streamed_equals_memory(table, tmp_path / "u.parquet", partition_rows=250)
 
 
 def test_chunked_writer_gives_a_schema_table_in_task_order(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from analysis.pipeline import run_aggregate, run_selection
 from analysis.scores.read import read_scores
+from analysis.scores.stream import ScoreScan
 from finetasks_afr.study.design import LANGUAGES, MIXES, StudySizes
 from finetasks_afr.study.run import study_config
 from finetasks_afr.study.truth import study_truth, summarise_truth
@@ -22,15 +23,16 @@ PUBLISHED = Path(__file__).resolve().parents[2] / "docs" / "study"
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    table, report = read_scores(PUBLISHED / "scores.parquet")
+    table, _ = read_scores(PUBLISHED / "scores.parquet")
     out = tmp_path_factory.mktemp("reselected")
     config = study_config(StudySizes())
-    decisions = run_selection(table, report, config, out / "selection", figures=False).selection.decisions
-    if decisions.filter(pl.col("kept")).is_empty():
-        language_scores = pl.DataFrame(schema={"run": pl.String, "language": pl.String, "score": pl.Float64,
-                                               "rank": pl.Float64})  # fmt: skip
-    else:
-        language_scores = run_aggregate(table, config, out / "aggregate", decisions).language_scores
+    with ScoreScan.open(PUBLISHED / "scores.parquet") as scan:  # streamed, as `finetasks-afr select` reads it
+        decisions = run_selection(scan, config, out / "selection", figures=False).selection.decisions
+        if decisions.filter(pl.col("kept")).is_empty():
+            language_scores = pl.DataFrame(schema={"run": pl.String, "language": pl.String, "score": pl.Float64,
+                                                   "rank": pl.Float64})  # fmt: skip
+        else:
+            language_scores = run_aggregate(scan, config, out / "aggregate", decisions).language_scores
     return {"out": out, "table": table, "decisions": decisions, "truth": study_truth(table, decisions, language_scores)}
 
 

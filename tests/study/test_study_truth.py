@@ -15,6 +15,7 @@ from scipy.stats import kendalltau
 
 from analysis.config import BootstrapConfig, Config
 from analysis.pipeline import run_aggregate, run_selection
+from analysis.scores.stream import frame_scan
 from analysis.scores.table import LoadReport, validate
 from finetasks_afr.demo.truth import TRUTH_SCHEMA
 from finetasks_afr.study.design import DESIGNED_ORDER
@@ -73,10 +74,10 @@ def check(tmp_path_factory: pytest.TempPathFactory) -> pl.DataFrame:
     table = score_table()
     config = replace(Config(), bootstrap=BootstrapConfig(n=50))
     out: Path = tmp_path_factory.mktemp("study")
-    selection = run_selection(table, LoadReport(source="test", n_rows=table.height), config, out / "selection",
-                              figures=False)  # fmt: skip
-    decisions = selection.selection.decisions
-    aggregated = run_aggregate(table, config, out / "aggregate", decisions)
+    with frame_scan(table, LoadReport(source="test", n_rows=table.height)) as scan:
+        selection = run_selection(scan, config, out / "selection", figures=False)
+        decisions = selection.selection.decisions
+        aggregated = run_aggregate(scan, config, out / "aggregate", decisions)
     return study_truth(table, decisions, aggregated.language_scores)
 
 

@@ -39,13 +39,13 @@ HELD_CLI = """
 import os, sys, time
 from pathlib import Path
 import analysis.pipeline as pipeline
-analyse = pipeline.analyse
+analyse = pipeline.analyse_scan
 def held(*args, **kwargs):
     deadline = time.monotonic() + 30
     while not Path(os.environ["RELEASE"]).exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     return analyse(*args, **kwargs)
-pipeline.analyse = held
+pipeline.analyse_scan = held
 from finetasks_afr.cli import app
 sys.argv[0] = "finetasks-afr"
 app()
