@@ -123,13 +123,13 @@ bench: install
 	$(PY) bench/bench_kpppl.py
 	$(MAKE) bench-sweep
 
-## The analysis streamed by task ranges over parquet (analysis/streaming.py): equal to the in-memory path at 1M rows,
-## then 10M and 100M synthetic rows (generated in chunks into out/bench-scale/, ~0.5 GB) -> out/bench/scale.json.
-## One single-threaded worker process per core analyses whole partitions (on the 2-core machine, quiet: 40 s at
-## 100M rows against 84 s for polars' own threads in one process, measured under load 4.5).
+## `finetasks-afr select` itself, streamed by task partitions (analysis/streaming.py): equal to the in-memory path at
+## 1M rows, then timed with the peak memory of its process tree on 10M rows, the same 10M sorted by run first (split by
+## partition before the analysis) and 100M rows (synthetic, generated in chunks into out/bench-scale/, ~1 GB)
+## -> out/bench/scale.json. --workers: one single-threaded worker process per core.
 SCALE_WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 bench-scale: install
-	$(PY) bench/bench_scale.py --sizes 10M,100M --workers $(SCALE_WORKERS)
+	$(PY) bench/bench_scale.py --sizes 10M,10M-run-order,100M --workers $(SCALE_WORKERS)
 
 ## The demo sweep with --engine lighteval and with the finetasks engine, in one run -> out/bench/sweep.json.
 bench-sweep: install

@@ -8,6 +8,8 @@ A statistic that cannot be computed is null and its `<stat>_reason` says why.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import polars as pl
 
@@ -586,6 +588,16 @@ def _ci_frame(low: np.ndarray, high: np.ndarray, name: str) -> pl.DataFrame:
     ).with_columns(pl.col(f"{name}_ci_low").fill_nan(None), pl.col(f"{name}_ci_high").fill_nan(None))
 
 
+@lru_cache(maxsize=16)
+def _resampling_counts(seed: int, size: int, n: int) -> np.ndarray:
+    """`n` multinomial resamplings of `size` values (counts per value), seeded by (seed, size): every group of one
+    size gets the same draws, whichever partition of a streamed table it is in. Cached: a streamed table asks for
+    the same matrix once per partition, and drawing it costs more than using it (read-only, shared)."""
+    counts = np.random.default_rng([seed, size]).multinomial(size, np.full(size, 1 / size), n)
+    counts.setflags(write=False)
+    return counts
+
+
 def bootstrap_mean_ci(
     gid: np.ndarray, values: np.ndarray, n_groups: int, cfg: BootstrapConfig
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -605,7 +617,6 @@ def bootstrap_mean_ci(
     for size in np.unique(counts[counts >= 2]):
         members = np.flatnonzero(counts == size)
         matrix = values[starts[members][:, None] + np.arange(size)]
-        draws = np.random.default_rng([cfg.seed, int(size)]).multinomial(size, np.full(size, 1 / size), cfg.n)
-        means = matrix @ draws.T / size
+        means = matrix @ _resampling_counts(cfg.seed, int(size), cfg.n).T / size
         low[members], high[members] = np.quantile(means, [alpha, 1 - alpha], axis=1)
     return low, high

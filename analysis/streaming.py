@@ -58,7 +58,7 @@ class StreamedAnalysis:
 class _Part:
     """One partition's share of the results: its signal, kept rows, ranking inputs, runs and validation report."""
 
-    signal: pl.DataFrame
+    signal: pl.DataFrame | None  # None: no row of these tasks is left to analyse
     kept: pl.DataFrame
     scored: TaskScores | None
     runs: pl.DataFrame
@@ -70,6 +70,8 @@ def _analyse_part(
 ) -> _Part:
     """Validate one partition, then its signal and decisions (or the given `chosen` rows) and ranking inputs."""
     part, report = scan.read(tasks)
+    if part.is_empty():  # every row had a NaN score: nothing of these tasks enters the analysis (as in memory)
+        return _Part(None, pl.DataFrame(schema=dict.fromkeys(GROUP, pl.String)), None, part.select("run"), report)
     if chosen is None:
         signal = compute_signal(part, config, with_ci=with_ci)
         kept = decide(signal, config).filter(pl.col("kept")).select(GROUP)
@@ -112,18 +114,24 @@ def _parts(
                     progress("reading, validating, statistics", done, total)
 
 
+_ONE_THREAD = ("POLARS_MAX_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 @contextmanager
 def _single_threaded_children() -> Iterator[None]:
-    """POLARS_MAX_THREADS=1 for the worker processes started inside (read by each worker's polars at import)."""
-    previous = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
+    """One thread per worker process started inside, for polars and for numpy's BLAS (the bootstrap's matrix
+    products): read by each worker at import. Without the BLAS limit, two workers on two cores ran up to six busy
+    threads (load 4.5) and took a third longer."""
+    previous = {name: os.environ.get(name) for name in _ONE_THREAD}
+    os.environ.update(dict.fromkeys(_ONE_THREAD, "1"))
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop("POLARS_MAX_THREADS", None)
-        else:
-            os.environ["POLARS_MAX_THREADS"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def analyse_scan(
@@ -144,7 +152,7 @@ def analyse_scan(
     partitions = scan.partitions(partition_rows)
     parts = list(_parts(scan, partitions, config, with_ci, step, None, workers, progress))
     load_report = _load_report(scan, parts)
-    signal = pl.concat([p.signal for p in parts], how="vertical_relaxed").sort(list(GROUP))
+    signal = pl.concat([p.signal for p in parts if p.signal is not None], how="vertical_relaxed").sort(list(GROUP))
     selection = select(signal, config)
     _check_decisions_per_task(selection, parts)
     kept = selection.kept.select(GROUP)
@@ -198,7 +206,7 @@ def _ranking(
 
 def _check_decisions_per_task(selection: Selection, parts: Sequence[_Part]) -> None:
     """Decisions are per task, so the partitions' kept rows are the whole selection's; a difference is a bug here."""
-    by_parts = pl.concat([p.kept for p in parts]).sort(list(GROUP))
+    by_parts = pl.concat([p.kept for p in parts if p.signal is not None]).sort(list(GROUP))
     if not selection.kept.select(GROUP).sort(list(GROUP)).equals(by_parts):
         raise RuntimeError("per-partition decisions differ from the whole selection's: a task spans partitions")
 

@@ -1,14 +1,18 @@
-"""`make bench-scale`: criteria, selection and ranking of a 100M-row parquet score table, streamed by task ranges.
+"""`make bench-scale`: `finetasks-afr select` itself on a 100M-row parquet score table, streamed by task partitions.
 
 1. Equality: the 1M-row table of `make bench`, analysed in memory (compute_signal, select, aggregate), against the
-   streaming path (analysis.streaming) over the same table written as parquet in task order, in
-   partitions small enough that there are several. Every value of the signal, the decisions, the suites, the coverage
-   flags and the ranking frames and notes is compared; floats within 1e-9 (relative, 1e-12 absolute), all else exactly.
-   Any difference fails the bench (exit 2).
+   streaming path (analysis.streaming.analyse_parquet) over the same table written as parquet in task order, in
+   partitions small enough that there are several; then `finetasks-afr select` (bootstrap intervals included) on
+   that file against the in-memory `analysis.pipeline.analyse` of the table: its decisions.csv and ranking.csv.
+   Every value is compared; floats within 1e-9 (relative, 1e-12 absolute), all else exactly. Any difference fails
+   the bench (exit 2).
 2. Scale: for each size, the synthetic table is generated into out/bench-scale/ in chunks (generation is not
-   timed, and the file is kept for the next run; its name carries the generator's hash), then the streaming
-   analysis runs in a child process: wall seconds and the child's peak resident memory, beside the load average
-   (a shared machine's figures are noisy). Targets: 100M rows in < 60 s and < 16 GB.
+   timed, and the file is kept for the next run; its name carries the generator's hash; `10M-run-order` is the 10M
+   table sorted by run first, as sweeps write it, so the command must split it by partition first). Then the
+   console script `finetasks-afr select TABLE --out DIR --no-figures --workers W` runs as a child: wall seconds,
+   and the peak of the summed resident memory of its process tree (the command and its workers, sampled every
+   50 ms from /proc), beside the load average (a shared machine's figures are noisy). Targets: 100M rows in < 60 s
+   and < 6 GiB.
 
 Results go to out/bench/scale.json, merged by size, so `make bench` (10M only) can also print the last 100M run.
 """
@@ -20,12 +24,10 @@ import datetime
 import hashlib
 import json
 import math
-import multiprocessing as mp
 import os
-import resource
+import subprocess
 import sys
 import time
-from multiprocessing.queues import Queue
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from analysis.aggregate import aggregate, rankable
 from analysis.config import Config, load_config
+from analysis.pipeline import analyse
 from analysis.select import select
 from analysis.signal import compute_signal
-from analysis.streaming import DEFAULT_PARTITION_ROWS, StreamedAnalysis, analyse_parquet
+from analysis.streaming import StreamedAnalysis, analyse_parquet
 from bench.synthetic import make_synthetic_table, write_synthetic_parquet
 
 ROOT = Path(__file__).resolve().parent.parent
+CLI = Path(sys.executable).with_name("finetasks-afr")
 DATA_DIR = ROOT / "out" / "bench-scale"
 RESULTS = ROOT / "out" / "bench" / "scale.json"
 # 10M: the FineTasks-sized shape of `make bench` x10 tasks; 100M: the African suite's runs, seeds and steps
@@ -51,7 +55,7 @@ SHAPES: dict[str, dict[str, int]] = {
     "100M": {"n_tasks": 2500, "n_metrics": 4, "n_runs": 20, "n_seeds": 5, "n_steps": 100},
 }
 TARGET_SECONDS = 60.0
-TARGET_GIB = 16.0
+TARGET_GIB = 6.0
 TOLERANCE = 1e-9
 
 
@@ -118,7 +122,16 @@ def _generator_hash() -> str:
 
 
 def table_path(size: str) -> Path:
-    """The parquet file of a size's shape; generated (in chunks) when absent."""
+    """The parquet file of a size's shape; generated (in chunks) when absent. `<size>-run-order`: the same table
+    sorted by run, seed, step, task (made from it in memory: 10M only)."""
+    if size.endswith("-run-order"):
+        ordered = table_path(size.removesuffix("-run-order"))
+        path = ordered.with_name(ordered.stem + "-run-order.parquet")
+        if not path.exists():
+            partial = path.with_suffix(".parquet.partial")
+            pl.read_parquet(ordered).sort("run", "seed", "step", "task").write_parquet(partial)
+            partial.rename(path)
+        return path
     shape = SHAPES[size]
     name = "x".join(str(shape[k]) for k in ("n_tasks", "n_metrics", "n_runs", "n_seeds", "n_steps"))
     path = DATA_DIR / f"synthetic-{name}-{_generator_hash()}.parquet"
@@ -134,44 +147,69 @@ def table_path(size: str) -> Path:
     return path
 
 
-def _stream_child(path: str, partition_rows: int, workers: int, queue: Queue[dict[str, Any]]) -> None:
-    config = load_config()
+def _tree_rss_bytes(root: int) -> int:
+    """The summed resident memory of `root` and every process below it, read from /proc."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+            rss[int(entry.name)] = int(fields[21]) * PAGE
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while being read
+    total, pending = 0, [root]
+    while pending:
+        pid = pending.pop()
+        total += rss.get(pid, 0)
+        pending += children.get(pid, [])
+    return total
+
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def run_cli(table: Path, out: Path, workers: int) -> tuple[float, int, str]:
+    """`finetasks-afr select` on `table`: (wall seconds, peak tree RSS in bytes, its output)."""
+    command = [str(CLI), "select", str(table), "--out", str(out), "--no-figures", "--workers", str(workers)]
+    log = out.with_name(out.name + ".log")
     start = time.perf_counter()
-    result = analyse_parquet(path, config, partition_rows=partition_rows, workers=workers)
+    with log.open("w", encoding="utf-8") as sink:  # a file, not a pipe: a long summary would block the command
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "COLUMNS": "200"})
+        peak = 0
+        while process.poll() is None:
+            peak = max(peak, _tree_rss_bytes(process.pid))
+            time.sleep(0.05)
     seconds = time.perf_counter() - start
-    queue.put(
-        {
-            "seconds": seconds,
-            # this process, plus the largest worker's peak (workers each hold one partition at a time)
-            "peak_gib": (
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                + workers * resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-            )
-            / 2**20,
-            "rows": result.rows,
-            "partitions": result.partitions,
-            "groups": result.signal.height,
-            "kept": result.selection.kept.height,
-            "runs_ranked": 0 if result.ranking is None else result.ranking.ranking.height,
-        }
-    )
+    output = log.read_text(encoding="utf-8")
+    if process.returncode != 0:
+        print(output[-5000:])
+        raise SystemExit(f"finetasks-afr select failed on {table} (exit {process.returncode}); its output: {log}")
+    return seconds, peak, output
 
 
-def run_scale(size: str, partition_rows: int, workers: int) -> dict[str, Any]:
-    """The streaming analysis of one size in a child process (its own peak memory)."""
+def run_scale(size: str, workers: int) -> dict[str, Any]:
+    """`finetasks-afr select` on one size: wall time and peak memory of its process tree."""
     path = table_path(size)
-    context = mp.get_context("spawn")
-    queue: Queue[dict[str, Any]] = context.Queue()
     load_before = os.getloadavg()[0]
-    process = context.Process(target=_stream_child, args=(str(path), partition_rows, workers, queue))
-    process.start()
-    result: dict[str, Any] = queue.get()
-    process.join()
-    return result | {
+    out = DATA_DIR / f"select-{size}"
+    seconds, peak, _ = run_cli(path, out, workers)
+    decisions = pl.read_csv(out / "decisions.csv")
+    return {
+        "seconds": seconds,
+        "peak_gib": peak / 2**30,
+        "rows": pl.scan_parquet(path).select(pl.len()).collect().item(),
+        "groups": decisions.height,
+        "kept": decisions.filter(pl.col("kept")).height,
+        "runs_ranked": pl.read_csv(out / "ranking.csv").height if (out / "ranking.csv").exists() else 0,
+        "split_by_partition": "run-order" in size,
         "size": size,
-        "shape": SHAPES[size],
-        "partition_rows": partition_rows,
+        "shape": SHAPES[size.removesuffix("-run-order")],
         "workers": workers,
+        "command": f"finetasks-afr select {path.relative_to(ROOT)} --out {out.relative_to(ROOT)} --no-figures "
+        f"--workers {workers}",
         "load_1min_before": load_before,
         "load_1min_after": os.getloadavg()[0],
         "cpus": os.cpu_count(),
@@ -194,11 +232,34 @@ def check_equality(partition_rows: int) -> int:
         sys.exit(2)
     print(f"equal results at 1M rows: {compared:,} values of signal, decisions and ranking agree with the in-memory "
           f"path (floats within {TOLERANCE:g}; {streamed.partitions} partitions)")  # fmt: skip
+    return compared + check_cli_equality(path, table, config)
+
+
+def check_cli_equality(path: Path, table: pl.DataFrame, config: Config) -> int:
+    """`finetasks-afr select` (intervals included) on `path` against the in-memory `analyse` of `table`: its
+    decisions.csv and ranking.csv, value by value. Returns the number of values compared; exits 2 on a difference."""
+    out = DATA_DIR / "equality-1M-select"
+    run_cli(path, out, workers=2)
+    memory = analyse(table, config)
+    written = pl.read_csv(out / "decisions.csv", infer_schema_length=None)
+    expected = memory.selection.decisions
+    cast = written.select(pl.col(c).cast(expected.schema[c]) for c in expected.columns)
+    pairs = [("decisions.csv", expected, cast)]
+    if memory.ranking is not None:
+        ranking = pl.read_csv(out / "ranking.csv")
+        pairs.append(("ranking.csv", memory.ranking.ranking, ranking.select(memory.ranking.ranking.columns)))
+    problems = [p for name, a, b in pairs for p in compare_frames(name, a.cast(b.schema), b)]
+    if problems:
+        print(f"CLI RESULTS DIFFER ({len(problems)}): " + "; ".join(problems[:20]))
+        sys.exit(2)
+    compared = sum(a.height * a.width for _, a, _ in pairs)
+    print(f"equal results at 1M rows: `finetasks-afr select` wrote {compared:,} values of decisions.csv and "
+          "ranking.csv that agree with the in-memory path (bootstrap intervals included)")  # fmt: skip
     return compared
 
 
 def _line(r: dict[str, Any]) -> str:
-    return (f"streaming {r['size']:>4} rows ({r['rows']:,}, {r['partitions']} partitions, {r['groups']:,} groups, "
+    return (f"finetasks-afr select {r['size']:>4} rows ({r['rows']:,}, {r['groups']:,} groups, "
             f"{r.get('workers', 1)} worker(s)): "
             f"{r['seconds']:6.1f} s, peak {r['peak_gib']:.2f} GiB; load {r['load_1min_before']:.1f} before, "
             f"{r['load_1min_after']:.1f} after, {r['cpus']} cpus; kept {r['kept']}, ranked {r['runs_ranked']} runs "
@@ -207,23 +268,32 @@ def _line(r: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10M,100M", help=f"comma-separated, of {', '.join(SHAPES)}")
-    parser.add_argument("--partition-rows", type=int, default=DEFAULT_PARTITION_ROWS)
-    parser.add_argument("--workers", type=int, default=1, help="partitions analysed at once, in child processes")
+    parser.add_argument("--sizes", default="10M,10M-run-order,100M",
+                        help=f"comma-separated, of {', '.join(SHAPES)} (and <size>-run-order)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="select's --workers: partitions analysed at once")
     parser.add_argument("--no-targets", action="store_true", help="report the figures, check only equality")
     args = parser.parse_args()
     sizes = [s for s in args.sizes.split(",") if s]
-    unknown = [s for s in sizes if s not in SHAPES]
+    unknown = [s for s in sizes if s.removesuffix("-run-order") not in SHAPES]
     if unknown:
         parser.error(f"unknown size(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
     compared = check_equality(partition_rows=100_000)
     records: dict[str, Any] = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     for size in sizes:
-        records[size] = run_scale(size, args.partition_rows, args.workers) | {"equal_values_1m": compared}
+        records[size] = run_scale(size, args.workers) | {"equal_values_1m": compared}
         print(_line(records[size]))
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(records, indent=2))
-    for size in (s for s in SHAPES if s in records and s not in sizes):
+    for size in (s for s in sizes if s.endswith("-run-order") and s.removesuffix("-run-order") in sizes):
+        same = [
+            (DATA_DIR / f"select-{name}" / "decisions.csv").read_bytes()
+            for name in (size.removesuffix("-run-order"), size)
+        ]
+        if same[0] != same[1]:
+            print(f"RESULTS DIFFER: decisions.csv of {size} is not that of the same table in task order")
+            sys.exit(2)
+        print(f"{size}: decisions.csv byte-identical to the same table's in task order")
+    for size in (s for s in records if s not in sizes):
         print("last run: " + _line(records[size]))
     if "100M" not in records:
         print("100M rows: not run yet (make bench-scale)")

@@ -236,12 +236,12 @@ def _task_index(path: Path, source: str) -> pl.DataFrame:
             f"{source}: column 'task' has type {schema['task']}; a table is streamed by task name, which must be "
             "text. fix: store task names as strings (or read the table in memory with read_scores)"
         )
-    text = [pl.col(c).cast(pl.String).str.strip_chars().first() for c in ("language", "benchmark")]
-    index = (
+    index = (  # first values, stripped after: an expression on every row would materialise 100M strings
         pl.scan_parquet(path)
         .group_by(pl.col("task").alias("raw"))
-        .agg(pl.len().alias("rows"), *text)
+        .agg(pl.len().alias("rows"), pl.col("language").first(), pl.col("benchmark").first())
         .collect(engine="streaming")
+        .with_columns(pl.col(c).cast(pl.String).str.strip_chars() for c in ("language", "benchmark"))
     )
     read = int(index.get_column("rows").sum())
     if index.get_column("raw").null_count():  # rows that no task partition would hold: validate names them
