@@ -66,6 +66,7 @@ class EnglishGap:
     gaps: pl.DataFrame
     summary: pl.DataFrame
     notes: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # the tasks the note says were left out (ambiguous)
 
     @property
     def empty(self) -> bool:
@@ -74,7 +75,14 @@ class EnglishGap:
 
 def pair_tasks(table: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """(task, english_task, fewshot, metric, language_metric, english_metric, benchmark, language, formulation,
-    prompt) of every pairable task; `metric` is the metric without its language code (`metric_family`)."""
+    prompt) of every pairable task; `metric` is the metric without its language code (`metric_family`); and the
+    note on tasks left out."""
+    pairs, left_out = _pairs(table)
+    return pairs, ambiguity_notes(left_out)
+
+
+def _pairs(table: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """`pair_tasks`' pairs, and the tasks left out because several English tasks pair with them."""
     keys = ["benchmark", "formulation", "fewshot", "metric_key"]
     names = table.get_column("metric").unique().to_list()
     family = pl.col("metric").replace_strict({m: metric_family(m) for m in names}, return_dtype=pl.String)
@@ -97,15 +105,20 @@ def pair_tasks(table: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     several = pl.len().over(["task", "fewshot", "metric"]) > 1
     ambiguous = pairs.filter(several & ~named.any().over(["task", "fewshot", "metric"]))
     pairs = pairs.filter(~several | named)
-    notes = []
-    if ambiguous.height:
-        names = sorted(ambiguous.get_column("task").unique().to_list())
-        notes.append(
-            f"gap to English: {len(names)} task(s) have several English counterparts and none named like them, "
-            f"left out: {', '.join(names[:5])}"
-        )
+    left_out = sorted(ambiguous.get_column("task").unique().to_list())
     prompt = pl.when(pl.col("task").str.ends_with(ENGLISH_PROMPT_SUFFIX)).then(pl.lit("en")).otherwise(pl.lit("native"))
-    return pairs.with_columns(prompt.alias("prompt")).sort(PAIR), notes
+    return pairs.with_columns(prompt.alias("prompt")).sort(PAIR), left_out
+
+
+def ambiguity_notes(tasks: list[str]) -> list[str]:
+    """The note on tasks left out because several English tasks pair with them and none is named like them."""
+    if not tasks:
+        return []
+    names = sorted(tasks)
+    return [
+        f"gap to English: {len(names)} task(s) have several English counterparts and none named like them, "
+        f"left out: {', '.join(names[:5])}"
+    ]
 
 
 def metric_family(metric: str) -> str:
@@ -237,7 +250,7 @@ def _narrowing(seed_gaps: pl.DataFrame, config: Config) -> tuple[pl.DataFrame, p
 
 def english_gap(table: pl.DataFrame, config: Config) -> EnglishGap:
     """The gap to English of every pairable task of a validated score table (empty when nothing pairs)."""
-    pairs, notes = pair_tasks(table)
+    pairs, left_out = _pairs(table)
     seed_gaps = _seed_gaps(table, pairs)
     gaps = _curves(seed_gaps, config.bootstrap.confidence)
     per_run, per_pair = _narrowing(seed_gaps, config)
@@ -248,7 +261,21 @@ def english_gap(table: pl.DataFrame, config: Config) -> EnglishGap:
         .select(SUMMARY_COLUMNS)
         .sort(["benchmark", "language", "task", "fewshot", "metric", "run"])
     )
-    return EnglishGap(gaps, summary, notes)
+    return EnglishGap(gaps, summary, ambiguity_notes(left_out), left_out)
+
+
+def combine_gaps(parts: list[EnglishGap]) -> EnglishGap:
+    """The gap to English of a table from the gaps of its benchmarks (pairs never cross benchmarks, and every
+    output is per pair): concatenated in the order `english_gap` sorts, the note on left-out tasks rebuilt whole."""
+    gaps = pl.concat([part.gaps for part in parts])
+    summary = pl.concat([part.summary for part in parts])
+    left_out = sorted({task for part in parts for task in part.left_out})
+    return EnglishGap(
+        gaps.sort(["benchmark", "language", "task", "fewshot", "metric", "run", "step"]),
+        summary.sort(["benchmark", "language", "task", "fewshot", "metric", "run"]),
+        ambiguity_notes(left_out),
+        left_out,
+    )
 
 
 def display_rows(gap: EnglishGap, decisions: pl.DataFrame | None = None) -> pl.DataFrame:

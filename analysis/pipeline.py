@@ -29,7 +29,7 @@ from analysis.base.io import (
 )
 from analysis.base.processes import die_with_parent, starting_children
 from analysis.config import Config
-from analysis.english_gap import ENGLISH, EnglishGap, display_rows, english_gap, write_english_gap
+from analysis.english_gap import ENGLISH, EnglishGap, combine_gaps, display_rows, english_gap, write_english_gap
 from analysis.plots import (
     plot_consistency_forest,
     plot_criteria_overview,
@@ -121,13 +121,16 @@ def run_selection(
 
 
 def english_gap_of_scan(scan: ScoreScan, config: Config) -> EnglishGap:
-    """`english_gap` of a streamed table: only the tasks of benchmarks that have an English task can pair, so only
-    their rows are read (none when no task is English)."""
+    """`english_gap` of a streamed table, one benchmark at a time: a task pairs only with an English task of its
+    own benchmark, so only benchmarks that have an English task are read, each alone (its tasks' rows), and the
+    per-benchmark gaps combine into the table's (`combine_gaps`)."""
     index = scan.index
-    benchmarks = index.filter(pl.col("language") == ENGLISH).get_column("benchmark").unique()
-    tasks = index.filter(pl.col("benchmark").is_in(benchmarks.implode())).get_column("task").unique().to_list()
-    rows = scan.read_tasks(tasks) if tasks else pl.DataFrame(schema=SCHEMA)
-    return english_gap(rows, config)
+    benchmarks = index.filter(pl.col("language") == ENGLISH).get_column("benchmark").unique().sort().to_list()
+    parts = [
+        english_gap(scan.read_tasks(index.filter(pl.col("benchmark") == name).get_column("task").to_list()), config)
+        for name in benchmarks
+    ]
+    return combine_gaps(parts) if parts else english_gap(pl.DataFrame(schema=SCHEMA), config)
 
 
 def _write_selection(

@@ -289,3 +289,32 @@ def test_every_suite_benchmark_with_an_english_task_pairs_all_its_language_tasks
     assert {"afrimmlu", "afrixnli", "afrimgsm", "belebele", "sib200", "masakhanews", "uhura_arc_easy",
             "winogrande_afr", "mmlu_afr_virology", "global_mmlu", "nollysenti", "injongointent", "injongointent4",
             "uhura_truthfulqa", "flores_ppl", "belebele_ppl"} <= paired  # fmt: skip
+
+
+def test_the_streamed_gap_is_the_whole_tables_gap(tmp_path: Path) -> None:
+    """`select` computes the gap one benchmark at a time (`english_gap_of_scan`, tiny partitions here): the same
+    curves, summary and note as `english_gap` on the whole table, with a task left out as ambiguous in each of two
+    benchmarks (one note naming both) and a benchmark without English tasks, which is never read."""
+    from analysis.pipeline import english_gap_of_scan
+    from analysis.scores.stream import frame_scan
+    from bench.bench_scale import compare_frames
+
+    table = simulate_gap_sweep()
+    extra = []
+    for benchmark, metric, baseline in (("afrimmlu", "acc", 0.25), ("flores_ppl", "bits_per_byte", None)):
+        formulation = "CF" if baseline else "PPL"
+        extra += [_row(run, seed, step, f"{benchmark}_{name}", language, 0.4 + step / 1e6, 0.01, benchmark=benchmark,
+                       metric=metric, baseline=baseline, formulation=formulation)
+                  for name, language in (("xxx_odd", "hau"), ("eng_odd1", "eng"), ("eng_odd2", "eng"))
+                  for run in RUNS[:2] for seed in SEEDS[:2] for step in STEPS[:3]]  # fmt: skip
+    extra += [_row(run, 0, step, "sib_hau_cf", "hau", 0.3, 0.01, benchmark="sib") for run in RUNS for step in STEPS]
+    table, _ = validate(pl.concat([table, _table(extra)], how="vertical_relaxed"), source="t")
+    whole = english_gap(table, Config())
+    assert whole.left_out == ["afrimmlu_xxx_odd", "flores_ppl_xxx_odd"] and len(whole.notes) == 1
+    with frame_scan(table, source="gap") as scan:
+        streamed = english_gap_of_scan(scan, Config())
+    # floats within 1e-9, as the streamed statistics (a bootstrap's matrix product may round its last bit
+    # differently with another number of groups beside it)
+    assert compare_frames("gaps", whole.gaps, streamed.gaps) == []
+    assert compare_frames("summary", whole.summary, streamed.summary) == []
+    assert streamed.notes == whole.notes and streamed.left_out == whole.left_out
