@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 import polars as pl
 
+from analysis.base.ordinal import dense_ids
 from analysis.config import BootstrapConfig, Config
 from analysis.scores.metrics import metric_info
 from analysis.scores.table import checkpoint_tokens
@@ -24,8 +25,8 @@ _META = ("benchmark", "language", "category", "formulation", "random_baseline")
 def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True) -> pl.DataFrame:
     """One row per (task, fewshot, metric) with every statistic, its CI and a reason when unmeasurable."""
     compact, groups = _prepare(table)
-    cells = _cells(compact, config.snr.ddof)
     series = _series(compact, config)
+    cells = _cells(compact, series, config.snr.ddof)
     parts = [
         _monotonicity(series, groups, config, with_ci),
         _monotonicity_ai2(cells, groups),
@@ -69,7 +70,7 @@ def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFra
     gid is the dense rank of (task, fewshot, metric), so groups sorted by gid are sorted by name.
     """
     keyed = table.with_columns(
-        (pl.struct(list(GROUP)).rank("dense") - 1).cast(pl.UInt32).alias("gid"),
+        dense_ids(table, GROUP).alias("gid"),
         pl.col("run").cast(pl.Categorical).to_physical().alias("rid"),
     )
     groups = (
@@ -110,10 +111,10 @@ def _higher_is_better(metric: str) -> bool:
     return info.higher_is_better
 
 
-def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
+def _cells(compact: pl.DataFrame, series: pl.DataFrame, ddof: int) -> pl.DataFrame:
     """Per (group, run, step): seeds present, raw mean and std across seeds, the curve value (oriented
     seed mean), mean stderr, tokens (`checkpoint_tokens`: the seed mean); and whether the step is the run's final
-    common step (all seeds)."""
+    common step (all seeds: a run has as many seeds as `series` has rows for it)."""
     cells = compact.group_by(["gid", "rid", "step"]).agg(
         pl.len().alias("n"),
         pl.col("score").mean().alias("mean"),
@@ -123,7 +124,7 @@ def _cells(compact: pl.DataFrame, ddof: int) -> pl.DataFrame:
         pl.col("stderr").mean(),
         checkpoint_tokens(),
     )
-    run_seeds = compact.group_by(["gid", "rid"]).agg(pl.col("seed").n_unique().alias("run_seeds"))
+    run_seeds = series.group_by(["gid", "rid"]).agg(pl.len().alias("run_seeds"))
     cells = cells.join(run_seeds, on=["gid", "rid"])
     # sorted: group-by output order varies between runs, and float sums downstream must not
     return (

@@ -38,6 +38,7 @@ import polars as pl
 from analysis.base.encoding import TextEncodingError, check_user_text_file
 from analysis.base.io import atomic_write
 from analysis.base.names import CONTROL_PATTERN, control_character_problem, describe_control_characters
+from analysis.base.ordinal import distinct, ordinal_key, starts_run, text_codes
 from analysis.base.write_errors import writing
 from analysis.scores.metrics import known_metric_help, metric_info
 
@@ -233,13 +234,13 @@ def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
 _TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if SCHEMA[c] == pl.String())
 
 
-def _refuse_control_characters(distinct: Mapping[str, pl.DataFrame], source: str) -> None:
+def _refuse_control_characters(distinct_values: Mapping[str, pl.Series], source: str) -> None:
     """Names with control characters inside them (after the ends are stripped) are refused
     (`analysis.base.names`): a
     newline in a run would split the report's ranking row, a NUL gave a phantom run in ranking.csv."""
     problems = []
-    for column, values in distinct.items():
-        bad = values.filter(pl.col(column).str.strip_chars().str.contains(CONTROL_PATTERN)).get_column(column).sort()
+    for column, values in distinct_values.items():
+        bad = values.filter(values.str.strip_chars().str.contains(CONTROL_PATTERN)).sort()
         if bad.len():
             shown = "; ".join(f"{v!r}: {describe_control_characters(v.strip())}" for v in bad.head(5))
             problems.append(
@@ -250,9 +251,19 @@ def _refuse_control_characters(distinct: Mapping[str, pl.DataFrame], source: str
         _raise(source, problems)
 
 
-def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, dict[str, list[str]], list[str]]:
+def _distinct_text(frame: pl.DataFrame) -> dict[str, pl.Series]:
+    """The sorted distinct non-null values of each text column (`analysis.base.ordinal.distinct`), found in one
+    eager select (a lazy query per column cost more to plan than to run on a partition)."""
+    found = frame.select(distinct(c).drop_nulls().sort().implode() for c in _TEXT_COLUMNS)
+    return {c: found.get_column(c).explode(empty_as_null=False) for c in _TEXT_COLUMNS}
+
+
+def _strip_text(
+    frame: pl.DataFrame, source: str
+) -> tuple[pl.DataFrame, dict[str, list[str]], list[str], dict[str, pl.Series]]:
     """Strip leading/trailing whitespace from the text columns; returns the frame, the distinct padded values of each
-    changed column (for the load report's note) and the columns changed.
+    changed column (for the load report's note), the columns changed and the sorted distinct values of every text
+    column after stripping.
 
     A trailing space makes "belebele_hau " a task of its own that no suite file, config or plot would ever name,
     and it is never what a producer meant (task, metric and run names have no spaces at their ends), so it is
@@ -260,15 +271,13 @@ def _strip_text(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, dict[st
     duplicate-key check then reports them, saying the key was compared after stripping. Only the distinct
     values are inspected (a few hundred, not a million), and only changed columns are rewritten.
     """
-    distinct = pl.collect_all([frame.lazy().select(pl.col(c).unique().drop_nulls()) for c in _TEXT_COLUMNS])
-    _refuse_control_characters(dict(zip(_TEXT_COLUMNS, distinct, strict=True)), source)
-    padded = {
-        c: values.filter(pl.col(c) != pl.col(c).str.strip_chars()).get_column(c).sort()
-        for c, values in zip(_TEXT_COLUMNS, distinct, strict=True)
-    }
+    raw = _distinct_text(frame)
+    _refuse_control_characters(raw, source)
+    padded = {c: values.filter(values != values.str.strip_chars()) for c, values in raw.items()}
     changed = [c for c in _TEXT_COLUMNS if padded[c].len()]
     stripped = frame.with_columns(pl.col(c).str.strip_chars() for c in changed)
-    return stripped, {c: padded[c].to_list() for c in changed}, changed
+    values = {c: raw[c].str.strip_chars().unique().sort() if c in changed else raw[c] for c in _TEXT_COLUMNS}
+    return stripped, {c: padded[c].to_list() for c in changed}, changed, values
 
 
 def _check_nulls(frame: pl.DataFrame, source: str) -> None:
@@ -325,6 +334,7 @@ class _Check:
     mask: pl.Expr
     what: str
     fix: str
+    text: str | None = None  # the one text column the rule reads: decided on its distinct values first
 
 
 def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
@@ -347,6 +357,7 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
             pl.col("metric").is_in(unknown),
             f"row(s) have a metric the analysis does not know ({', '.join(unknown)})",
             f"rename to a known metric or drop those rows; {known_metric_help()}",
+            text="metric",
         ),
         _Check(
             ("metric", "score"),
@@ -385,12 +396,14 @@ def _row_checks() -> list[_Check]:
             ~pl.col("category").is_in(CATEGORIES),
             f"row(s) have a category outside {', '.join(CATEGORIES)}",
             "use one of the categories (upper case)",
+            text="category",
         ),
         _Check(
             ("formulation",),
             ~pl.col("formulation").is_in(FORMULATIONS),
             f"row(s) have a formulation outside {', '.join(FORMULATIONS)}",
             "use one of the formulations (upper case)",
+            text="formulation",
         ),
         _Check(
             ("random_baseline",),
@@ -415,8 +428,11 @@ def _row_checks() -> list[_Check]:
     return checks
 
 
-def _run_checks(frame: pl.DataFrame, source: str, checks: Sequence[_Check]) -> None:
-    """Count every rule's rows in one pass; report every failing rule with examples."""
+def _run_checks(frame: pl.DataFrame, source: str, checks: Sequence[_Check], values: Mapping[str, pl.Series]) -> None:
+    """Count every rule's rows in one pass; report every failing rule with examples. A rule about one text column
+    is first tried on that column's distinct `values` (a few, not a partition's 250,000 rows) and skipped when
+    none fails."""
+    checks = [c for c in checks if c.text is None or values[c.text].to_frame().select(c.mask.any()).item()]
     counts = frame.select(*(c.mask.sum().alias(str(i)) for i, c in enumerate(checks))).row(0)
     problems = [
         _problem(check.columns, count, check.what, _render_rows(frame.filter(check.mask), check.columns), check.fix)
@@ -462,18 +478,24 @@ _GROUP_RULES: tuple[_GroupRule, ...] = (
 )
 
 
-def _summaries(frame: pl.DataFrame) -> list[pl.DataFrame]:
-    """Per rule, one row per group with whether its values differ; computed together, in parallel.
+def _summaries(coded: pl.DataFrame, values: Mapping[str, pl.Series]) -> list[pl.DataFrame]:
+    """Per rule, one row per group with whether its values differ; computed together.
 
-    These small frames also hold every run, task and metric, which the sort needs.
+    `coded` holds run, task and metric as codes (`_coded_key`), so the group-bys hash integers; rows that repeat
+    the previous row in a rule's columns are skipped first (a task's rows sit together), which changes no
+    group's values nor its first token count. The groups come back with their names. Eager: on a partition of a
+    streamed table, planning lazy queries cost more than running them.
     """
 
-    def summary(rule: _GroupRule) -> pl.LazyFrame:
+    def summary(rule: _GroupRule) -> pl.DataFrame:
+        columns = list(dict.fromkeys((*rule.by, *rule.values, *rule.carry)))
         differs = pl.any_horizontal(*(pl.col(c).min() != pl.col(c).max() for c in rule.values))
         carried = (pl.col(c).drop_nulls().first() for c in rule.carry)
-        return frame.lazy().group_by(rule.by).agg(differs.fill_null(False).alias("differs"), *carried)
+        rows = coded.select(columns).filter(pl.any_horizontal(starts_run(c) for c in columns))
+        groups = rows.group_by(rule.by).agg(differs.fill_null(False).alias("differs"), *carried)
+        return groups.with_columns(values[c].gather(groups.get_column(c)).alias(c) for c in rule.by if c in _TEXT_KEY)
 
-    return pl.collect_all([summary(rule) for rule in _GROUP_RULES])
+    return [summary(rule) for rule in _GROUP_RULES]
 
 
 def _describe_conflicts(frame: pl.DataFrame, rule: _GroupRule, groups: pl.DataFrame) -> list[str]:
@@ -569,50 +591,31 @@ def _token_spread_note(checkpoints: pl.DataFrame) -> list[str]:
 
 
 _TEXT_KEY: tuple[str, ...] = ("run", "task", "metric")  # the string columns of KEY
-_MAX_KEY = 2**62  # the int64 sort key's range; beyond it, sort the six columns
 
 
-def _int_rank(frame: pl.DataFrame, name: str) -> tuple[pl.Expr, int]:
-    """An int64 ordering like integer column `name`, nulls first (0), and how many values it can take.
-
-    Offsets from the minimum when the range is small (cheap), else positions among distinct values.
-    """
-    col = pl.col(name)
-    low, high = frame.select(col.min().alias("low"), col.max().alias("high")).row(0)
-    if low is None:
-        return pl.lit(0, dtype=pl.Int64), 1
-    if high - low < 2**16:
-        index, size = col - low, high - low + 2
-    else:
-        values = frame.get_column(name).drop_nulls().unique().sort()
-        index, size = pl.lit(values).search_sorted(col), values.len() + 1
-    return pl.when(col.is_null()).then(0).otherwise(index.cast(pl.Int64) + 1), size
+def _coded_key(frame: pl.DataFrame, values: Mapping[str, pl.Series]) -> pl.DataFrame:
+    """The frame with run, task and metric as UInt32 codes of their sorted distinct `values`
+    (`analysis.base.ordinal.text_codes`): they order like the strings and group as fast as integers."""
+    return frame.with_columns(text_codes(frame, c, values[c]) for c in _TEXT_KEY)
 
 
-def _sort(frame: pl.DataFrame, values: Mapping[str, pl.Series]) -> tuple[pl.DataFrame, pl.Series | None]:
+def _sort(
+    frame: pl.DataFrame, coded: pl.DataFrame, values: Mapping[str, pl.Series]
+) -> tuple[pl.DataFrame, pl.Series | None]:
     """Sort by KEY, nulls first (as `frame.sort(KEY)`), through one int64 key; return it sorted too.
 
-    The strings of KEY travel as Enum codes of their sorted distinct `values`: the codes order like
-    the strings, and the output's strings come back compact (gathered string views would scatter
-    in memory and slow every later group-by). None for the key when KEY has too many values for it.
+    The strings of KEY travel as their codes (`coded`) and come back from `values` by code: compact strings
+    (gathered string views would scatter in memory and slow every later group-by). None for the key when KEY has
+    too many values for it.
     """
-    coded = frame.with_columns(pl.col(c).cast(pl.Enum(values[c])) for c in _TEXT_KEY)
-    key, total = pl.lit(0, dtype=pl.Int64), 1
-    for name in KEY:
-        rank, size = (
-            (pl.col(name).to_physical().cast(pl.Int64), values[name].len())
-            if name in _TEXT_KEY
-            else _int_rank(frame, name)
-        )
-        key, total = key * size + rank, total * size
-    if total >= _MAX_KEY:
+    sort_key = ordinal_key(coded, KEY, {c: values[c].len() for c in _TEXT_KEY})
+    if sort_key is None:
         return frame.lazy().sort(KEY).collect(), None
-    sort_key = coded.select(key).to_series()
     if sort_key.is_sorted():
         return frame, sort_key
     order = sort_key.arg_sort()
     ordered = coded[order]
-    text = (values[c].gather(ordered.get_column(c).to_physical()).alias(c) for c in _TEXT_KEY)
+    text = (values[c].gather(ordered.get_column(c)).alias(c) for c in _TEXT_KEY)
     return ordered.with_columns(text), sort_key.gather(order)
 
 
@@ -708,23 +711,23 @@ def validate_partition(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFram
     frame, extra = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
-    frame, padded, stripped = _strip_text(frame, source)
+    frame, padded, stripped, values = _strip_text(frame, source)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
     frame, nan_counts = _null_nan_stderr(frame)
     partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts)
     if not frame.height:
         return frame, partial
-    summaries = _summaries(frame)
-    values = {  # every run, task and metric, from the (small) summaries that group by them
-        c: next(s for s in summaries if c in s.columns).get_column(c).unique().sort() for c in _TEXT_KEY
-    }
-    _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks())
+    if dropped:  # names only in the dropped rows are no longer the table's
+        values = _distinct_text(frame)
+    coded = _coded_key(frame, values)
+    summaries = _summaries(coded, values)
+    _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks(), values)
     _check_groups(frame, source, summaries)
     partial.checkpoints = (
         next(s for s in summaries if "tokens" in s.columns)
         .select("run", "seed", "step", pl.col("tokens").alias("tokens_low"), pl.col("tokens").alias("tokens_high"))
     )  # fmt: skip
-    frame, sort_key = _sort(frame, values)
+    frame, sort_key = _sort(frame, coded, values)
     _check_duplicates(frame, sort_key, source, stripped)
     return frame, partial
 

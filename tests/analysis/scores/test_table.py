@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.scores import table
+from analysis.base import ordinal
 from analysis.scores.read import read_scores
 from analysis.scores.table import (
     COLUMNS,
@@ -121,7 +121,7 @@ def test_sort_matches_polars_sort_on_key(keys: list[tuple[Any, ...]]) -> None:
 
 
 def test_sort_falls_back_to_columns_when_the_key_would_overflow(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(table, "_MAX_KEY", 1)
+    monkeypatch.setattr(ordinal, "MAX_KEY", 1)
     out, _ = validate(good(), source="s")
     assert out.equals(good().sort(KEY))
     message = error_of(pl.concat([good(), good().head(1)]))
