@@ -69,7 +69,7 @@ def _analyse_part(
     scan: ScoreScan, tasks: TaskSet, config: Config, with_ci: bool, step: int | None, chosen: pl.DataFrame | None
 ) -> _Part:
     """Validate one partition, then its signal and decisions (or the given `chosen` rows) and ranking inputs."""
-    part, report = scan.read(tasks)
+    part, report = scan.read(tasks, sort=False)  # nothing below depends on row order
     if part.is_empty():  # every row had a NaN score: nothing of these tasks enters the analysis (as in memory)
         return _Part(None, pl.DataFrame(schema=dict.fromkeys(GROUP, pl.String)), None, part.select("run"), report)
     if chosen is None:

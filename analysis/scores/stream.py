@@ -135,9 +135,10 @@ class ScoreScan:
         sources = tuple(source for part in reordered if names & set(part.names) for source in part.sources)
         return TaskSet(wanted.names, wanted.rows, sources or wanted.sources)
 
-    def read(self, tasks: TaskSet) -> tuple[pl.DataFrame, PartialReport]:
-        """The validated rows of `tasks` (typed, stripped, sorted by KEY) and what validating them found."""
-        return validate_partition(tasks.read_raw(), source=self.source)
+    def read(self, tasks: TaskSet, *, sort: bool = True) -> tuple[pl.DataFrame, PartialReport]:
+        """The validated rows of `tasks` (typed, stripped, sorted by KEY unless `sort=False`: then in the file's
+        order) and what validating them found."""
+        return validate_partition(tasks.read_raw(), source=self.source, sort=sort)
 
     def read_tasks(self, tasks: Iterable[str]) -> pl.DataFrame:
         """The validated rows of these tasks (stripped names)."""

@@ -619,6 +619,12 @@ def _sort(
     return ordered.with_columns(text), sort_key.gather(order)
 
 
+def _key_unique(coded: pl.DataFrame, values: Mapping[str, pl.Series]) -> bool:
+    """Whether KEY is unique, in one hash pass over its int64 key (False when there is no such key)."""
+    key = ordinal_key(coded, KEY, {c: values[c].len() for c in _TEXT_KEY})
+    return key is not None and key.n_unique() == key.len()
+
+
 def _check_duplicates(
     ordered: pl.DataFrame, sort_key: pl.Series | None, source: str, stripped: Sequence[str] = ()
 ) -> None:
@@ -703,11 +709,15 @@ class PartialReport:
         )
 
 
-def validate_partition(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, PartialReport]:
+def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -> tuple[pl.DataFrame, PartialReport]:
     """`validate` of whole tasks of a table, without the rules across tasks that need every row
     (`finish_report` runs those on the summed PartialReport). Every rule inside a task is checked here:
     types, nulls, names, values, one task description, one baseline, unique keys, and one token count per
-    checkpoint among these rows."""
+    checkpoint among these rows.
+
+    `sort=False` leaves the rows in the input's order (the key's uniqueness is still checked): for a reader whose
+    results do not depend on row order, such as the statistics of a streamed table.
+    """
     frame, extra = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
@@ -727,8 +737,10 @@ def validate_partition(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFram
         next(s for s in summaries if "tokens" in s.columns)
         .select("run", "seed", "step", pl.col("tokens").alias("tokens_low"), pl.col("tokens").alias("tokens_high"))
     )  # fmt: skip
-    frame, sort_key = _sort(frame, coded, values)
-    _check_duplicates(frame, sort_key, source, stripped)
+    if sort or not _key_unique(coded, values):
+        ordered, sort_key = _sort(frame, coded, values)
+        _check_duplicates(ordered, sort_key, source, stripped)
+        frame = ordered if sort else frame
     return frame, partial
 
 

@@ -26,6 +26,7 @@ from analysis.scores.table import (
     checkpoint_tokens,
     read_lm_eval_harness,
     validate,
+    validate_partition,
     write_scores,
 )
 
@@ -126,6 +127,20 @@ def test_sort_falls_back_to_columns_when_the_key_would_overflow(monkeypatch: pyt
     assert out.equals(good().sort(KEY))
     message = error_of(pl.concat([good(), good().head(1)]))
     assert "1 extra row(s) repeat the key" in message
+
+
+def test_an_unsorted_partition_keeps_the_input_order_and_still_refuses_repeated_keys() -> None:
+    frame = good()
+    assert not frame.equals(frame.sort(KEY))
+    out, report = validate_partition(frame, source="s", sort=False)
+    assert out.equals(frame.select(COLUMNS))
+    assert validate_partition(frame, source="s")[0].equals(frame.sort(KEY))
+    assert report.n_rows == frame.height
+    repeated = pl.concat([frame, frame.tail(1).with_columns(pl.col("run") + " ")])
+    with pytest.raises(ScoreTableError) as caught:
+        validate_partition(repeated, source="unit.parquet", sort=False)
+    assert str(caught.value) == error_of(repeated)
+    assert "1 extra row(s) repeat the key" in str(caught.value)
 
 
 def test_ints_as_floats_or_text_are_accepted_when_whole() -> None:
