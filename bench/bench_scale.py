@@ -10,8 +10,8 @@
    timed, and the file is kept for the next run; its name carries the generator's hash; `10M-run-order` is the 10M
    table sorted by run first, as sweeps write it, so the command must split it by partition first). Then the
    console script `finetasks-afr select TABLE --out DIR --no-figures --workers W` runs as a child: wall seconds,
-   and the peak of the summed resident memory of its process tree (the command and its workers, sampled every
-   50 ms from /proc), beside the load average (a shared machine's figures are noisy). Targets: 100M rows in < 60 s
+   and the peak of the summed resident memory of its process tree (the command and its workers, sampled
+   every 0.1 s from /proc), beside the load average (a shared machine's figures are noisy). Targets: 100M rows in < 60 s
    and < 6 GiB.
 
 Results go to out/bench/scale.json, merged by size, so `make bench` (10M only) can also print the last 100M run.
@@ -148,27 +148,24 @@ def table_path(size: str) -> Path:
 
 
 def _tree_rss_bytes(root: int) -> int:
-    """The summed resident memory of `root` and every process below it, read from /proc."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-            rss[int(entry.name)] = int(fields[21]) * PAGE
-        except (OSError, IndexError, ValueError):
-            continue  # a process that ended while being read
+    """The summed resident memory of `root` and every process below it: from `root` down through each thread's
+    /proc children list, a few small reads per sample (walking all of /proc every 50 ms took CPU from the command
+    measured)."""
     total, pending = 0, [root]
     while pending:
         pid = pending.pop()
-        total += rss.get(pid, 0)
-        pending += children.get(pid, [])
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[21]) * PAGE
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                pending += [int(child) for child in (task / "children").read_text().split()]
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended while being read
     return total
 
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+SAMPLE_SECONDS = 0.1
 
 
 def run_cli(table: Path, out: Path, workers: int) -> tuple[float, int, str]:
@@ -181,7 +178,7 @@ def run_cli(table: Path, out: Path, workers: int) -> tuple[float, int, str]:
         peak = 0
         while process.poll() is None:
             peak = max(peak, _tree_rss_bytes(process.pid))
-            time.sleep(0.05)
+            time.sleep(SAMPLE_SECONDS)
     seconds = time.perf_counter() - start
     output = log.read_text(encoding="utf-8")
     if process.returncode != 0:
