@@ -116,3 +116,22 @@ def test_worker_processes_give_the_same_results(tmp_path: Path) -> None:
     assert compare_frames("signal", alone.signal, pooled.signal) == []
     assert alone.ranking is not None and pooled.ranking is not None
     assert compare_frames("ranking", alone.ranking.ranking, pooled.ranking.ranking) == []
+
+
+def test_the_bench_memory_sampler_sums_the_command_and_its_children() -> None:
+    """bench_scale's peak memory is the whole process tree's (a worker's allocation counts), read from the
+    command's own /proc children lists."""
+    import subprocess
+    import sys
+    import time
+
+    from bench.bench_scale import _tree_rss_bytes
+
+    hold = "import time; x = bytearray(200_000_000); x[::4096] = b'1' * len(x[::4096]); time.sleep(3)"
+    parent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {hold!r}]); time.sleep(3)"
+    process = subprocess.Popen([sys.executable, "-c", parent])
+    try:
+        time.sleep(1.5)
+        assert _tree_rss_bytes(process.pid) > 200_000_000
+    finally:
+        process.wait()
