@@ -50,6 +50,13 @@ class ConsistencyConfig:
 
 
 @dataclass(frozen=True)
+class SeparationConfig:
+    alpha: float = 0.05
+    last_checkpoints: int = 3
+    required_without_baseline: bool = True
+
+
+@dataclass(frozen=True)
 class DecisionConfig:
     early_fraction: float = 0.5
 
@@ -88,6 +95,7 @@ class Config:
     snr: SNRConfig = field(default_factory=SNRConfig)
     non_random: NonRandomConfig = field(default_factory=NonRandomConfig)
     consistency: ConsistencyConfig = field(default_factory=ConsistencyConfig)
+    separation: SeparationConfig = field(default_factory=SeparationConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     selection: SelectionConfig = field(default_factory=SelectionConfig)
@@ -105,7 +113,7 @@ _ALLOWED = {
     "snr.fallback": ("none", "checkpoint"),
     "consistency.variant": ("tau_b", "tau_a"),
 }
-_ALLOWED_CRITERIA = ("monotonicity", "snr", "non_random", "consistency")
+_ALLOWED_CRITERIA = ("monotonicity", "snr", "non_random", "consistency", "separation")
 
 
 @dataclass(frozen=True)
@@ -147,6 +155,8 @@ _RANGES: dict[str, _Range] = {
     "consistency.min_tokens": _Range(0),
     "consistency.min_step": _Range(0),
     "consistency.min_runs": _Range(2),
+    "separation.alpha": _Range(0, 1, low_open=True, high_open=True),
+    "separation.last_checkpoints": _Range(1),
     "decision.early_fraction": _Range(0, 1, low_open=True, high_open=True),
     "bootstrap.n": _Range(1),
     "bootstrap.seed": _Range(0),

@@ -545,6 +545,7 @@ def readme_figures(out_dir: Path, scores: str | Path, config: Config | str | Pat
             Path(out_dir) / "demo_criteria.png",
             monotonicity_min=ex.config.monotonicity.min,
             snr_min=ex.config.snr.min,
+            separation_alpha=ex.config.separation.alpha,
         )
     )
     paths.append(plot_consistency_forest(ex.decisions, language, Path(out_dir) / "demo_consistency.png"))

@@ -310,6 +310,7 @@ def _figures(
             figures_dir / f"criteria_{safe_file_name(language)}.png",
             monotonicity_min=config.monotonicity.min,
             snr_min=config.snr.min,
+            separation_alpha=config.separation.alpha,
         )
         paths[f"consistency_{language}"] = plot_consistency_forest(
             selection.decisions, language, figures_dir / f"consistency_{safe_file_name(language)}.png"

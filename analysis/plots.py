@@ -570,6 +570,33 @@ def _draw_consistency(ax: Axes, picked: list[dict[str, Any]]) -> None:
     )
 
 
+def _draw_separation(ax: Axes, picked: list[dict[str, Any]], alpha: float) -> None:
+    """Separation (run sd over seed sd) of each task with its interval, most significant at the top; a task whose
+    seeds agree exactly while its runs differ (infinite) is a hollow marker at the right edge."""
+    order = sorted(picked, key=lambda r: (*_null_last(r.get("separation_p")), r["_label"]))
+    ys = np.arange(len(order))
+    finite = [v for r in order for v in (_finite(r.get("separation")), _finite(r.get("separation_ci_high"))) if v]
+    x_hi = max([*finite, 1.0]) * 1.12
+    for y, r in zip(ys.tolist(), order, strict=True):
+        color = _KEPT_COLOR if r.get("kept") else _DROPPED_COLOR
+        p, value = r.get("separation_p"), r.get("separation")
+        if p is None or value is None:
+            ax.text(0.02 * x_hi, y, "not measurable", va="center", fontsize=7, color=_GREY, style="italic")
+            continue
+        low, high = _finite(r.get("separation_ci_low")), _finite(r.get("separation_ci_high"))
+        if low is not None:
+            ax.hlines(y, low, high if high is not None else x_hi, color=color, lw=1.2, alpha=0.7)
+        x = _finite(value)
+        ax.plot(x if x is not None else x_hi, y, "o", color=color, mfc=color if x is not None else "none", ms=5)
+        ax.text(x_hi, y, f" p {p:.2g}", va="center", fontsize=6, color=color if p < alpha else _GREY)
+    ax.set_xlim(0, x_hi)
+    ax.set_yticks(ys, [r["_label"] for r in order], fontsize=7)
+    ax.set_ylim(len(order) - 0.5, -0.5)
+    ax.set_xlabel("separation: sd of the run means / seed sd")
+    ax.set_title(f"runs told apart (p < {alpha:g} passes)", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+
+
 def plot_criteria_overview(
     decisions: pl.DataFrame,
     language: str,
@@ -577,14 +604,16 @@ def plot_criteria_overview(
     *,
     monotonicity_min: float,
     snr_min: float,
+    separation_alpha: float = 0.05,
 ) -> Path:
     """The FineTasks criteria of one language's tasks.
 
     Left: monotonicity against SNR (log scale) of each task's chosen row (the best row, kept first, when
     no row of the task is chosen), with confidence intervals and the two thresholds; kept tasks are
     green dots, dropped ones red crosses; a value that is not measurable (null) is drawn at the axis edge
-    with a hollow marker, a non-positive SNR at the bottom edge with a hollow triangle. Right: ordering
-    consistency per task, best at the top, coloured by kept.
+    with a hollow marker, a non-positive SNR at the bottom edge with a hollow triangle. Middle: ordering
+    consistency per task, best at the top, coloured by kept. Right, when the decisions have it: separation (are
+    the runs told apart beyond seed noise) with its interval and p-value.
 
     `decisions` needs task, fewshot, metric, language, monotonicity, snr, consistency and kept; the CI
     columns and `chosen` are used when present. Raises ValueError naming the language when it has no row.
@@ -600,10 +629,13 @@ def plot_criteria_overview(
         raise ValueError(f"nothing to plot for language {language!r}: no decisions (languages: {languages})")
     picked = _pick_rows(sub.to_dicts())
 
-    fig = _new_figure(12.0, max(4.8, 0.28 * len(picked) + 2.0))
-    left, right = fig.subplots(1, 2, width_ratios=[1.6, 1.0])
-    _draw_scatter(left, picked, monotonicity_min, snr_min)
-    _draw_consistency(right, picked)
+    with_separation = "separation_p" in decisions.columns
+    fig = _new_figure(17.0 if with_separation else 12.0, max(4.8, 0.28 * len(picked) + 2.0))
+    axes = fig.subplots(1, 3 if with_separation else 2, width_ratios=[1.6, 1.0, 1.0][: 3 if with_separation else 2])
+    _draw_scatter(axes[0], picked, monotonicity_min, snr_min)
+    _draw_consistency(axes[1], picked)
+    if with_separation:
+        _draw_separation(axes[2], picked, separation_alpha)
     n_kept = sum(bool(r.get("kept")) for r in picked)
     fig.suptitle(f"{language}: FineTasks criteria ({n_kept} of {len(picked)} tasks kept)", fontsize=12)
     return _save(fig, out_path)

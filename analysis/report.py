@@ -67,7 +67,7 @@ def _thresholds(config: Config) -> str:
 
 
 KEPT_HEADER = ("task", "shots", "metric", "cat.", "monotonicity [95% CI]", "SNR [CI]", "sigmas",
-               "consistency [CI]", "decision acc.", "margin")  # fmt: skip
+               "separation [CI] (p)", "consistency [CI]", "decision acc.", "margin")  # fmt: skip
 DROPPED_HEADER = ("task", "best metric", "cat.", "reason")
 
 
@@ -80,10 +80,17 @@ def _kept_cells(r: dict) -> list[str]:
         format_ci(r, "monotonicity"),
         format_ci(r, "snr", 1) + (f" ({r['snr_kind']})" if r.get("snr_kind") else ""),
         format_number(r["non_random_sigmas"], 1),
+        _separation_cell(r),
         format_ci(r, "consistency"),
         format_number(r["decision_accuracy"]),
         format_number(r["margin"]),
     ]
+
+
+def _separation_cell(r: dict) -> str:
+    """Separation (run sd over seed sd) with its interval and the F-test's p-value; n/a when not measured."""
+    p = r.get("separation_p")
+    return format_ci(r, "separation") + (f" (p {p:.2g})" if p is not None else "")
 
 
 def _dropped_cells(r: dict) -> list[str]:
@@ -571,7 +578,7 @@ def _html_language(
                 kept_rows,
                 table_id="kept",
                 row_classes=["kept"] * kept.height,
-                numeric=range(4, 10),
+                numeric=range(4, 11),
             )
         )
     else:

@@ -16,6 +16,7 @@ import polars as pl
 
 from analysis.base.io import atomic_write_text, safe_file_name, write_csv_atomic
 from analysis.config import Config
+from analysis.signal import DEGENERATE_REASON, SEPARATION_COLUMNS
 
 CATEGORY_TITLES = {
     "GK": "General Knowledge",
@@ -33,9 +34,11 @@ DECISION_COLUMNS = (
     "snr", "snr_kind", "snr_ci_low", "snr_ci_high", "snr_seed", "avg_std", "snr_checkpoint",
     "non_random_distance", "non_random_sigmas", "three_sigma", "three_sigma_kind",
     "consistency", "consistency_ci_low", "consistency_ci_high", "consistency_n_pairs", "consistency_reason",
+    "separation", "separation_ci_low", "separation_ci_high", "separation_p", "separation_reason", "degenerate",
     "decision_accuracy", "decision_step", "decision_reason",
     "monotonicity_min", "snr_min", "sigma_min",
-    "monotonicity_pass", "snr_pass", "non_random_pass", "non_random_applicable", "passes", "margin", "chosen",
+    "monotonicity_pass", "snr_pass", "non_random_pass", "non_random_applicable", "separation_pass", "passes",
+    "margin", "chosen",
     "kept", "reason",
 )  # fmt: skip
 
@@ -96,6 +99,12 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
     # neither blocks nor sets the margin; the reason says so.
     if "non_random_applicable" not in signal.columns:
         signal = signal.with_columns(pl.col("random_baseline").is_not_null().alias("non_random_applicable"))
+    # a signal frame from before the separation statistic (or made by hand): not measured
+    signal = signal.with_columns(
+        pl.lit(None, dtype=pl.String if c == "separation_reason" else pl.Float64).alias(c)
+        for c in SEPARATION_COLUMNS
+        if c not in signal.columns
+    )
     not_applicable = {"non_random": ~pl.col("non_random_applicable")}
     snr_min = pl.when(pl.col("snr_kind") == "checkpoint").then(config.snr.checkpoint_min).otherwise(config.snr.min)
     judged = signal.with_columns(
@@ -106,15 +115,20 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
         pl.when(exempt).then(pl.lit(True)).otherwise(pl.col("snr") >= snr_min).alias("snr_pass"),
         pl.when(not_applicable["non_random"]).then(None).otherwise(pl.col("three_sigma")).alias("non_random_pass"),
         (pl.col("consistency") > 0).alias("consistency_pass"),
+        (pl.col("separation_p") < config.separation.alpha).alias("separation_pass"),
         # normalised margins: 0 at the threshold, capped at 1 ("comfortably passing")
         ((pl.col("monotonicity") - mono_min) / (1 - mono_min)).clip(upper_bound=1).alias("m_monotonicity"),
         pl.when(exempt).then(None).otherwise((pl.col("snr") / snr_min - 1).clip(upper_bound=1)).alias("m_snr"),
         ((pl.col("non_random_sigmas") - sigma) / sigma).clip(upper_bound=1).alias("m_non_random"),
         pl.col("consistency").clip(upper_bound=1).alias("m_consistency"),
+        (1 - pl.col("separation_p") / config.separation.alpha).clip(-1, 1).alias("m_separation"),
     )
-    required = list(config.selection.require)
+    required = required_criteria(config, has_baseline=False)
     skip = {c: not_applicable.get(c, pl.lit(False)) for c in required}
-    passes = pl.all_horizontal([skip[c] | pl.col(f"{c}_pass").fill_null(False) for c in required])
+    if "separation" not in config.selection.require:  # required only of tasks without a random baseline
+        skip["separation"] = pl.col("non_random_applicable")
+    degenerate = pl.col("degenerate").fill_null(False) if "degenerate" in signal.columns else pl.lit(False)
+    passes = ~degenerate & pl.all_horizontal([skip[c] | pl.col(f"{c}_pass").fill_null(False) for c in required])
     # the weakest required criterion sets the margin; a not-measurable one counts as -1, a not-applicable one
     # as 1 (it does not limit)
     margin = pl.min_horizontal(
@@ -128,6 +142,16 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
         ]
     )
     return judged.with_columns(passes.alias("passes"), margin.fill_nan(-1.0).alias("margin"))
+
+
+def required_criteria(config: Config, *, has_baseline: bool) -> list[str]:
+    """The criteria a task must pass: `[selection] require`, and separation for a task without a random baseline
+    (`[separation] required_without_baseline`): its seed SNR and monotonicity alone say nothing of whether it
+    tells the runs apart, and non-randomness does not apply."""
+    required = list(config.selection.require)
+    if not has_baseline and config.separation.required_without_baseline and "separation" not in required:
+        required.append("separation")
+    return required
 
 
 def _choose(judged: pl.DataFrame, config: Config) -> pl.DataFrame:
@@ -192,7 +216,20 @@ def criterion_texts(row: dict, config: Config) -> dict[str, tuple[bool | None, s
         )
     texts["non_random"] = _non_random_text(row, config)
     texts["consistency"] = _consistency_text(row)
+    texts["separation"] = _separation_text(row, config)
     return texts
+
+
+def _separation_text(row: dict, config: Config) -> tuple[bool | None, str]:
+    p = row.get("separation_p")
+    if p is None:
+        return None, row.get("separation_reason") or "separation not measurable"
+    passed = p < config.separation.alpha
+    interval = f" [{_fmt(row.get('separation_ci_low'))}, {_fmt(row.get('separation_ci_high'))}]"
+    return passed, (
+        f"runs separated {_fmt(row.get('separation'))}{interval} seed sd, "
+        f"p {p:.2g} {'<' if passed else '>='} {config.separation.alpha:g}"
+    )
 
 
 def _non_random_text(row: dict, config: Config) -> tuple[bool | None, str]:
@@ -215,7 +252,7 @@ def _consistency_text(row: dict) -> tuple[bool | None, str]:
 
 def _row_reason(row: dict, config: Config) -> str:
     texts = criterion_texts(row, config)
-    required = config.selection.require
+    required = required_criteria(config, has_baseline=row.get("non_random_applicable") is not False)
     failing = [texts[c][1] for c in required if texts[c][0] is not True]
     if row["kept"]:
         shown = "; ".join(texts[c][1] for c in required)
@@ -223,6 +260,8 @@ def _row_reason(row: dict, config: Config) -> str:
     if row["passes"]:
         return "passes, but another metric or few-shot setting of this task has a better margin"
     prefix = "dropped" if row["chosen"] else "fails"
+    if row.get("degenerate"):
+        failing = [DEGENERATE_REASON, *failing]
     return f"{prefix}: " + "; ".join(failing)
 
 

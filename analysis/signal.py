@@ -12,6 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 import polars as pl
+from scipy import stats
 
 from analysis.base.ordinal import dense_ids
 from analysis.config import BootstrapConfig, Config
@@ -33,6 +34,7 @@ def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True)
         _seed_snr(cells, groups, config, with_ci),
         _checkpoint_snr(series, cells, groups),
         _non_randomness(cells, groups, config),
+        _separation(series, groups, config),
         _consistency(cells, groups, config, with_ci),
         _decision_accuracy(cells, groups, config),
     ]
@@ -147,6 +149,7 @@ def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
         window = window & (pl.col("step") <= cfg.step_max)
     in_window = pl.col("oriented").filter(window)
     tail = pl.col("score").sort_by("step").tail(config.snr.checkpoint_last_n)
+    final = pl.col("score").sort_by("step").tail(config.separation.last_checkpoints).mean()
     names = [pl.col("run").first()] if "run" in compact.columns else []
     return (
         compact.group_by(["gid", "rid", "seed"])
@@ -158,6 +161,8 @@ def _series(compact: pl.DataFrame, config: Config) -> pl.DataFrame:
             tail.len().alias("tail_n"),
             tail.std(ddof=0).alias("tail_sd"),
             tail.mean().alias("tail_mean"),
+            final.alias("final_score"),
+            pl.col("score").sort_by("step").last().alias("last_score"),
         )
         .sort(["gid", "rid", "seed"])  # deterministic order for the float means over series
     )
@@ -342,6 +347,117 @@ def _choose_snr(out: pl.DataFrame, config: Config) -> pl.DataFrame:
             if f"snr_seed_ci_{side}" in out.columns
         ],
     )
+
+
+# ---------------------------------------------------------------------------------------- separation
+
+SEPARATION_COLUMNS = ("separation", "separation_ci_low", "separation_ci_high", "separation_f", "separation_p",
+                      "separation_reason")  # fmt: skip
+SEPARATION_REASONS = {
+    "runs": "separation: needs >= 2 runs",
+    "seeds": "separation: needs a run with >= 2 seeds",
+    "constant": "separation: every seed of every run has the same final score",
+}
+DEGENERATE_REASON = (
+    "degenerate: every seed of every run has the same score at its last checkpoint (a constant answer scores the "
+    "majority label's share whatever the model; such a task cannot order runs)"
+)
+
+
+def _separation(series: pl.DataFrame, groups: pl.DataFrame, config: Config) -> pl.DataFrame:
+    """Whether the runs differ beyond seed noise: a one-way ANOVA of the seeds' final scores (each seed's mean over
+    its last `separation.last_checkpoints` checkpoints) with the runs as groups.
+
+    `separation_p` is the F-test's p-value; `separation` = sqrt(max(0, (F - 1) / n0)) estimates the standard
+    deviation of the run means over the seed standard deviation (scale-free, so a bits-per-byte task and an
+    accuracy task are judged alike), with the exact interval of the one-way random-effects model
+    (docs/statistics.md).
+    """
+    score = pl.col("final_score")
+    # maintain_order: float sums in the same order every time (the series are sorted by gid, rid, seed)
+    per_run = (
+        series.filter(score.is_not_null())
+        .group_by(["gid", "rid"], maintain_order=True)
+        .agg(pl.len().alias("n"), score.mean().alias("mean"), ((score - score.mean()) ** 2).sum().alias("ss"))
+    )
+    grand = per_run.group_by("gid", maintain_order=True).agg(
+        ((pl.col("n") * pl.col("mean")).sum() / pl.col("n").sum()).alias("grand")
+    )
+    anova = (
+        per_run.join(grand, on="gid", maintain_order="left")
+        .group_by("gid", maintain_order=True)
+        .agg(
+            pl.len().cast(pl.Float64).alias("k"),
+            pl.col("n").sum().cast(pl.Float64).alias("total"),
+            (pl.col("n").cast(pl.Float64) ** 2).sum().alias("n_squared"),
+            pl.col("ss").sum().alias("ss_within"),
+            (pl.col("n") * (pl.col("mean") - pl.col("grand")) ** 2).sum().alias("ss_between"),
+        )
+        .sort("gid")
+    )
+    columns = {c: anova.get_column(c).to_numpy() for c in ("k", "total", "n_squared", "ss_within", "ss_between")}
+    tested = separation_test(**columns, confidence=config.bootstrap.confidence)
+    part = anova.select("gid", "k", "total").with_columns(
+        pl.Series(name, values).fill_nan(None) for name, values in tested.items()
+    )
+    # every series ends on the same score: a model answering one label whatever the input
+    degenerate = series.group_by("gid").agg(
+        ((pl.len() >= 2) & (pl.col("last_score").max() == pl.col("last_score").min())).alias("degenerate")
+    )
+    part = part.join(degenerate, on="gid", how="full", coalesce=True)
+    return (
+        groups.select("gid")
+        .join(part, on="gid", how="left")
+        .with_columns(
+            _reason(
+                [
+                    (pl.col("k").fill_null(0) < 2, SEPARATION_REASONS["runs"]),
+                    (pl.col("total") - pl.col("k") < 1, SEPARATION_REASONS["seeds"]),
+                    (pl.col("separation_p").is_null(), SEPARATION_REASONS["constant"]),
+                ]
+            ).alias("separation_reason")
+        )
+        .with_columns(
+            pl.when(pl.col("separation_reason").is_null()).then(pl.col(c)).alias(c) for c in SEPARATION_COLUMNS[:-1]
+        )
+        .with_columns(pl.col("degenerate").fill_null(False))
+        .drop("k", "total")
+    )
+
+
+def separation_test(
+    k: np.ndarray,
+    total: np.ndarray,
+    n_squared: np.ndarray,
+    ss_within: np.ndarray,
+    ss_between: np.ndarray,
+    confidence: float,
+) -> dict[str, np.ndarray]:
+    """The one-way ANOVA per group from its sums: `k` runs, `total` seeds, the sum of squared run sizes and the
+    within- and between-run sums of squares. NaN where undefined (k < 2, no residual degree of freedom, or no
+    variation at all); an F of inf (runs differ, seeds agree exactly) has p 0 and an infinite separation."""
+    df_between, df_within = k - 1, total - k
+    valid = (df_between >= 1) & (df_within >= 1) & ((ss_within > 0) | (ss_between > 0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ms_between = ss_between / df_between
+        ms_within = ss_within / df_within
+        f = np.where(valid, np.where(ms_within > 0, ms_between / ms_within, np.inf), np.nan)
+        n0 = (total - n_squared / total) / df_between
+        dfb, dfw = np.where(valid, df_between, 1.0), np.where(valid, df_within, 1.0)
+        p = np.where(valid, stats.f.sf(f, dfb, dfw), np.nan)
+        alpha = (1 - confidence) / 2
+        upper_quantile, lower_quantile = stats.f.ppf(1 - alpha, dfb, dfw), stats.f.ppf(alpha, dfb, dfw)
+
+        def ratio(x: np.ndarray) -> np.ndarray:
+            return np.sqrt(np.clip((x - 1) / n0, 0, None))
+
+        return {
+            "separation": np.where(valid, ratio(f), np.nan),
+            "separation_ci_low": np.where(valid, ratio(f / upper_quantile), np.nan),
+            "separation_ci_high": np.where(valid, ratio(f / lower_quantile), np.nan),
+            "separation_f": f,
+            "separation_p": p,
+        }
 
 
 # ---------------------------------------------------------------------------------------- non-random

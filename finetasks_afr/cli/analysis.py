@@ -252,12 +252,30 @@ def study_command(
     ci_slice: Annotated[
         bool, typer.Option("--slice", help="The CI slice: one mix, one seed, two checkpoints, three tasks.")
     ] = False,
+    reanalyse: Annotated[
+        Path | None,
+        typer.Option(
+            "--reanalyse",
+            help="Only the analysis, on the score table of a finished study in this folder (e.g. docs/study): "
+            "selection, ranking and truth check into --out, without training or evaluation.",
+        ),
+    ] = None,
 ) -> None:
     """The micro-scale study: tiny models trained on real African text in three mixes, swept over the real suite,
     selected and ranked against the designed truth (README, "A real micro-scale study")."""
     from finetasks_afr.study.design import StudySizes, slice_sizes
-    from finetasks_afr.study.run import publish, run_study
+    from finetasks_afr.study.run import publish, reanalyse_study, run_study
 
+    if reanalyse is not None:
+        try:
+            reanalyse_study(reanalyse, out, log=lambda line: console.print(line))
+        except FileNotFoundError as error:
+            raise fail(str(error)) from error
+        console.print(f"[green]wrote[/] {out}: selection/report.md, truth_check.csv (from {reanalyse})")
+        if publish_to is not None:
+            publish(out, publish_to)
+            console.print(f"[green]published[/] {publish_to}")
+        return
     if not (shared_data / "corpus").is_dir():
         raise fail(f"no training text under {shared_data / 'corpus'}: pass --shared-data <the shared data root>")
     sizes = slice_sizes() if ci_slice else StudySizes()

@@ -35,7 +35,10 @@ from analysis.base.processes import die_with_parent, starting_children
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from analysis.config import Config
+    from analysis.scores.table import LoadReport
 
 STUDY_CONFIG = Path(__file__).resolve().parent.parent / "data" / "study_config.toml"
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
@@ -151,15 +154,10 @@ def run_study(
     log: Callable[[str], None] = print,
 ) -> dict[str, Path]:
     """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
-    import polars as pl
 
-    from analysis.base.io import write_csv_atomic
-    from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.discover import discover
-    from analysis.scores.stream import frame_scan
     from analysis.scores.table import LoadReport, write_scores
     from finetasks_afr.study.train import train_study_tokenizer
-    from finetasks_afr.study.truth import study_truth, summarise_truth
     from finetasks_afr.sweep.collect import collect
     from finetasks_afr.sweep.evaluate import SweepSpec
     from finetasks_afr.sweep.run import run_sweep
@@ -201,21 +199,8 @@ def run_study(
     table, report = collect([out / "sweep"])
     scores = out / "scores.parquet"
     write_scores(table, scores)
-    config = study_config(sizes)
     load_report = LoadReport(source=str(scores), n_rows=report.rows, notes=report.summary().splitlines()[1:])
-    with frame_scan(table, load_report) as scan:
-        selection = run_selection(scan, config, out / "selection")
-        decisions = selection.selection.decisions
-        if decisions.filter(pl.col("kept")).is_empty():  # a negative result: nothing to rank the runs on
-            log("the selection kept no task: the runs are not ranked (no aggregate/)")
-            shutil.rmtree(out / "aggregate", ignore_errors=True)
-            schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
-            language_scores = pl.DataFrame(schema=schema)
-        else:
-            language_scores = run_aggregate(scan, config, out / "aggregate", decisions).language_scores
-    check = study_truth(table, decisions, language_scores)
-    write_csv_atomic(check, out / "truth_check.csv")
-    atomic_write_text(out / "truth.md", summarise_truth(check))
+    analyse_study(table, load_report, sizes, out, log)
     lap("analysis")
     record = {
         "design": {"languages": list(LANGUAGES), "control": CONTROL, "mixes": MIXES,
@@ -234,6 +219,52 @@ def run_study(
         "truth": out / "truth_check.csv",
         "study": out / "study.json",
     }
+
+
+def analyse_study(
+    table: pl.DataFrame, load_report: LoadReport, sizes: StudySizes, out: Path, log: Callable[[str], None] = print
+) -> None:
+    """The study's analysis of its score table: the selection, the ranking when a task is kept, the truth check."""
+    import polars as pl
+
+    from analysis.base.io import write_csv_atomic
+    from analysis.aggregate import rankable
+    from analysis.pipeline import run_aggregate, run_selection
+    from analysis.scores.stream import frame_scan
+    from analysis.signal import GROUP
+    from finetasks_afr.study.truth import study_truth, summarise_truth
+
+    config = study_config(sizes)
+    with frame_scan(table, load_report) as scan:
+        selection = run_selection(scan, config, out / "selection")
+        decisions = selection.selection.decisions
+        if not rankable(decisions.filter(pl.col("kept")).select(GROUP)):  # a negative result: nothing to rank on
+            log("the selection kept no task the aggregate can rescale: the runs are not ranked (no aggregate/)")
+            shutil.rmtree(out / "aggregate", ignore_errors=True)
+            schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
+            language_scores = pl.DataFrame(schema=schema)
+        else:
+            language_scores = run_aggregate(scan, config, out / "aggregate", decisions).language_scores
+    check = study_truth(table, decisions, language_scores)
+    write_csv_atomic(check, out / "truth_check.csv")
+    atomic_write_text(out / "truth.md", summarise_truth(check))
+
+
+def reanalyse_study(published: Path, out: Path, log: Callable[[str], None] = print) -> None:
+    """Only the analysis, on a finished study's score table and record (`published`, e.g. docs/study): for a
+    change to the analysis, which needs neither training nor evaluation. Writes `out` as `run_study` would."""
+    from analysis.scores.read import read_scores
+
+    published, out = Path(published), Path(out)
+    for name in ("scores.parquet", "study.json"):
+        if not (published / name).is_file():
+            raise FileNotFoundError(f"{published / name} is missing: pass the folder of a finished study")
+    out.mkdir(parents=True, exist_ok=True)
+    if published.resolve() != out.resolve():
+        for name in ("scores.parquet", "study.json"):
+            shutil.copyfile(published / name, out / name)
+    table, load_report = read_scores(out / "scores.parquet")
+    analyse_study(table, load_report, StudySizes(), out, log)
 
 
 def publish(out: Path, dest: Path) -> list[Path]:

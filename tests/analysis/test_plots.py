@@ -252,6 +252,28 @@ def test_criteria_overview_png_and_deterministic(tmp_path: Path) -> None:
     assert_no_pyplot_figures()
 
 
+def test_criteria_overview_draws_separation_when_the_decisions_have_it(tmp_path: Path) -> None:
+    import matplotlib.image
+
+    decisions = decisions_table()
+    without = plot_criteria_overview(decisions, "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20)
+    n = decisions.height
+    separated = decisions.with_columns(
+        pl.Series("separation", [1.5, float("inf"), None, 0.2, *[0.7] * (n - 4)][:n]),
+        pl.Series("separation_ci_low", [0.4, None, None, 0.0, *[0.1] * (n - 4)][:n]),
+        pl.Series("separation_ci_high", [6.0, None, None, 3.0, *[4.0] * (n - 4)][:n]),
+        pl.Series("separation_p", [0.01, 0.0, None, 0.6, *[0.3] * (n - 4)][:n]),
+    )
+    with_separation = plot_criteria_overview(
+        separated, "yor", tmp_path / "b.png", monotonicity_min=0.5, snr_min=20, separation_alpha=0.05
+    )
+    assert_png(with_separation)
+    # a third panel: 17 inches wide instead of 12
+    width = matplotlib.image.imread(with_separation).shape[1] / matplotlib.image.imread(without).shape[1]
+    assert width == pytest.approx(17 / 12, rel=0.01)
+    assert_no_pyplot_figures()
+
+
 def test_criteria_overview_without_optional_columns(tmp_path: Path) -> None:
     decisions = decisions_table().drop(
         "chosen", "monotonicity_ci_low", "monotonicity_ci_high", "snr_ci_low", "snr_ci_high"
