@@ -227,8 +227,8 @@ def analyse_study(
     """The study's analysis of its score table: the selection, the ranking when a task is kept, the truth check."""
     import polars as pl
 
-    from analysis.base.io import write_csv_atomic
     from analysis.aggregate import rankable
+    from analysis.base.io import write_csv_atomic
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.stream import frame_scan
     from analysis.signal import GROUP

@@ -19,16 +19,21 @@ import polars as pl
 from scipy.stats import kendalltau
 
 from analysis.aggregate import task_scores
+from analysis.orderings import paired_differences
 from analysis.scores.metrics import metric_info
 from finetasks_afr.demo.truth import TRUTH_SCHEMA
 from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES
 
 NO_DESIGN = "no designed order"
+UNRESOLVED = "unresolved"
+AGAINST = "against the design"
+AS_DESIGNED = "as designed"
 NOISE = "no designed order (noise)"
 TIE = "tie"
 CHECK_TITLES: dict[str, str] = {
     "language_ranking": "Language ranking: the aggregated language score's order of the mixes",
-    "task_order": "Task order: each task's order of the mixes at the final checkpoint (mean over seeds)",
+    "task_order": "Task order: each task's order of the mixes at the final checkpoint (mean over seeds); resolved "
+    "when every designed pair's seed-paired difference (last 3 checkpoints) has a 95% interval excluding 0",
     "summary": "Summary: how many kept and dropped tasks order the mixes as designed",
 }
 _LISTED = 8  # task names listed in a summary row's detail before "..."
@@ -132,12 +137,14 @@ def task_order_rows(
     decisions: pl.DataFrame,
     designed: Mapping[str, Sequence[str]],
     runs: Sequence[str],
-) -> tuple[list[dict], dict[str, Ordering]]:
+) -> tuple[list[dict], dict[str, Ordering], dict[str, str]]:
     """One row per task of `decisions` (on its chosen metric): its final scores' order of the mixes against its
-    language's designed order; and each task's Ordering, for the summary."""
+    language's designed order, resolved or not by the seeds (`resolution`); each task's Ordering and, for a
+    language with a designed order, its outcome (AS_DESIGNED, AGAINST, UNRESOLVED), for the summary."""
     chosen = decisions.filter(pl.col("chosen")).sort(_language_position(), "task")
     scores = final_task_scores(table, chosen)
-    rows, orderings = [], {}
+    pairs = _pairs_by_task(table, chosen)
+    rows, orderings, outcomes = [], {}, {}
     for row in chosen.iter_rows(named=True):
         task, language, metric = row["task"], row["language"], row["metric"]
         order = designed.get(language)
@@ -146,16 +153,65 @@ def task_order_rows(
         observed = ordering(scores.get(task, {}), order, runs, higher)
         orderings[task] = observed
         expected = " > ".join(order) if order else (NOISE if language == CONTROL else NO_DESIGN)
-        ok = None if order is None else observed.matches(order)
         direction = "" if info is not None and higher else (" (lower is better)" if info else " (direction unknown)")
-        detail = f"{metric}{direction}, {row['fewshot']}-shot; {_order_detail(observed)}; {row['reason']}"
-        rows.append(_row("task_order", task, language, expected, observed.observed(), ok, detail))
-    return rows, orderings
+        detail = f"{metric}{direction}, {row['fewshot']}-shot; {_order_detail(observed)}"
+        text, ok = observed.observed(), None
+        if order is not None:
+            outcome, pair_text = resolution(pairs.get(task, {}), order, higher)
+            outcomes[task] = outcome
+            ok = {AS_DESIGNED: True, AGAINST: False}.get(outcome)
+            text = f"{UNRESOLVED}: {text}" if outcome == UNRESOLVED else text
+            detail += f"; {pair_text}"
+        rows.append(_row("task_order", task, language, expected, text, ok, f"{detail}; {row['reason']}"))
+    return rows, orderings, outcomes
+
+
+def _pairs_by_task(table: pl.DataFrame, chosen: pl.DataFrame) -> dict[str, dict[tuple[str, str], dict]]:
+    """task -> (run_a, run_b) -> its seed-paired difference row (`analysis.orderings.paired_differences`)."""
+    if chosen.is_empty():
+        return {}
+    out: dict[str, dict[tuple[str, str], dict]] = {}
+    for pair in paired_differences(table, chosen.select("task", "fewshot", "metric")).iter_rows(named=True):
+        out.setdefault(pair["task"], {})[(pair["run_a"], pair["run_b"])] = pair
+    return out
+
+
+def resolution(
+    pairs: Mapping[tuple[str, str], dict], designed: Sequence[str], higher_is_better: bool
+) -> tuple[str, str]:
+    """Whether the seeds resolve a task's designed order: AGAINST when some designed pair (the better-designed run
+    first) is resolved the other way, AS_DESIGNED when every one is resolved the designed way, else UNRESOLVED;
+    and each pair's difference (better-designed minus worse, raw score) with its interval as text."""
+    sign = 1.0 if higher_is_better else -1.0
+    verdicts, texts = [], []
+    for i, better in enumerate(designed):
+        for worse in designed[i + 1 :]:
+            pair = pairs.get((better, worse)) or pairs.get((worse, better))
+            if pair is None:
+                verdicts.append(UNRESOLVED)
+                texts.append(f"{better} - {worse}: no common seeds")
+                continue
+            flip = 1.0 if pair["run_a"] == better else -1.0
+            difference = flip * pair["difference"]
+            interval = (
+                ""
+                if pair["ci_low"] is None
+                else (
+                    f" [{min(flip * pair['ci_low'], flip * pair['ci_high']):+.4f}, "
+                    f"{max(flip * pair['ci_low'], flip * pair['ci_high']):+.4f}]"
+                )
+            )
+            verdict = UNRESOLVED if not pair["resolved"] else (AS_DESIGNED if sign * difference > 0 else AGAINST)
+            verdicts.append(verdict)
+            texts.append(f"{better} - {worse} {difference:+.4f}{interval} {verdict}")
+    outcome = AGAINST if AGAINST in verdicts else (AS_DESIGNED if set(verdicts) == {AS_DESIGNED} else UNRESOLVED)
+    return outcome, "; ".join(texts)
 
 
 def summary_rows(
     decisions: pl.DataFrame,
     orderings: Mapping[str, Ordering],
+    outcomes: Mapping[str, str],
     languages: Sequence[str],
     designed: Mapping[str, Sequence[str]],
 ) -> list[dict]:
@@ -163,7 +219,7 @@ def summary_rows(
     language without a designed order, how many of its tasks were kept although their order can only be noise."""
     chosen = decisions.filter(pl.col("chosen"))
     rows: list[dict] = []
-    pooled: dict[bool, list[tuple[str, bool, float | None]]] = {True: [], False: []}
+    pooled: dict[bool, list[tuple[str, str, float | None]]] = {True: [], False: []}
     for language in languages:
         tasks = chosen.filter(pl.col("language") == language).sort("task")
         kept = [task for task, k in tasks.select("task", "kept").iter_rows() if k]
@@ -176,7 +232,7 @@ def summary_rows(
                              None, detail))  # fmt: skip
             continue
         for is_kept, group in ((True, kept), (False, dropped)):
-            verdicts = [(task, orderings[task].matches(order), orderings[task].tau) for task in group]
+            verdicts = [(task, outcomes[task], orderings[task].tau) for task in group]
             pooled[is_kept] += verdicts
             rows.append(_summary_row(language, is_kept, verdicts))
     if any(language in designed for language in languages):
@@ -184,18 +240,21 @@ def summary_rows(
     return rows
 
 
-def _summary_row(subject: str, kept: bool, verdicts: list[tuple[str, bool, float | None]]) -> dict:
-    """A summary row: how many of a group (kept or dropped tasks) order the mixes as designed, their mean tau and
-    the tasks that do not. Only the kept group has a designed answer (all as designed); a dropped task may go
-    either way."""
-    designed = sum(ok for _, ok, _ in verdicts)
+def _summary_row(subject: str, kept: bool, verdicts: list[tuple[str, str, float | None]]) -> dict:
+    """A summary row: of a group (kept or dropped tasks), how many the seeds resolve as designed, against the
+    design, or not at all, their mean tau and the tasks not resolved as designed. Only the kept group has a
+    designed answer (no resolved order against the design); a dropped task may go either way."""
+    counts = {outcome: sum(v == outcome for _, v, _ in verdicts) for outcome in (AS_DESIGNED, AGAINST, UNRESOLVED)}
     taus = [tau for _, _, tau in verdicts if tau is not None]
     mean_tau = f"mean Kendall tau {sum(taus) / len(taus):.2f}" if taus else "no Kendall tau"
-    others = [task for task, ok, _ in verdicts if not ok]
-    detail = f"{mean_tau}; not as designed: {_listing(others)}" if others else mean_tau
-    ok = (designed == len(verdicts) if verdicts else None) if kept else None
-    expected = "all order the mixes as designed" if kept else "no designed answer (dropped)"
-    observed = f"{designed} of {len(verdicts)} as designed"
+    against = [task for task, v, _ in verdicts if v == AGAINST]
+    unresolved = [task for task, v, _ in verdicts if v == UNRESOLVED]
+    detail = mean_tau + (f"; against the design: {_listing(against)}" if against else "")
+    detail += f"; unresolved: {_listing(unresolved)}" if unresolved else ""
+    ok = (counts[AGAINST] == 0 if verdicts else None) if kept else None
+    expected = "no resolved order against the design" if kept else "no designed answer (dropped)"
+    observed = (f"{counts[AS_DESIGNED]} as designed, {counts[AGAINST]} against, {counts[UNRESOLVED]} unresolved "
+                f"(of {len(verdicts)})")  # fmt: skip
     return _row("summary", subject, "kept tasks" if kept else "dropped tasks", expected, observed, ok, detail)
 
 
@@ -211,9 +270,9 @@ def study_truth(
     where the design has no answer (the control, dropped tasks)."""
     present = set(decisions.get_column("language").to_list()) | set(language_scores.get_column("language").to_list())
     languages = [*LANGUAGES, *sorted(present - set(LANGUAGES))]
-    task_rows, orderings = task_order_rows(table, decisions, designed, runs)
+    task_rows, orderings, outcomes = task_order_rows(table, decisions, designed, runs)
     rows = language_ranking_rows(language_scores, languages, designed, runs)
-    rows += task_rows + summary_rows(decisions, orderings, languages, designed)
+    rows += task_rows + summary_rows(decisions, orderings, outcomes, languages, designed)
     return pl.DataFrame(rows, schema=TRUTH_SCHEMA)
 
 
@@ -227,12 +286,15 @@ def summarise_truth(check: pl.DataFrame) -> str:
             continue
         judged = group.filter(pl.col("ok").is_not_null())
         agree = judged.filter(pl.col("ok")).height
+        unresolved = group.filter(pl.col("observed").str.starts_with(f"{UNRESOLVED}:")).height
         parts.append(f"### {CHECK_TITLES.get(name, name)}\n")
-        parts.append(f"{agree} of {judged.height} with a designed answer as designed.\n")
+        count = f"{agree} of {judged.height} with a designed answer as designed"
+        parts.append(count + (f"; {unresolved} unresolved by the seeds.\n" if unresolved else ".\n"))
         header = ["subject", "kind", "expected", "observed", "as designed", "detail"]
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for row in group.iter_rows(named=True):
-            cells = [row["subject"], row["kind"], row["expected"], row["observed"], _yes_no(row["ok"]), row["detail"]]
+            verdict = UNRESOLVED if row["observed"].startswith(f"{UNRESOLVED}:") else _yes_no(row["ok"])
+            cells = [row["subject"], row["kind"], row["expected"], row["observed"], verdict, row["detail"]]
             lines.append("| " + " | ".join(str(cell).replace("|", "\\|") for cell in cells) + " |")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

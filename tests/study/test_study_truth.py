@@ -5,6 +5,7 @@ Somali control, which has no designed answer."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -103,8 +104,11 @@ def test_task_order_against_the_designed_order(check: pl.DataFrame) -> None:
     assert "lower is better" in ppl["detail"]
     nso = tasks["t_nso_cf"]
     assert nso["ok"] is False and nso["expected"] == "mix-S > mix-B > mix-N" and "Kendall tau -1.00" in nso["detail"]
-    xho = tasks["t_xho_cf"]
-    assert xho["ok"] is False and xho["observed"].startswith("tie: mix-B 0.5000 = mix-N 0.5000 > mix-S")
+    xho = tasks["t_xho_cf"]  # mix-N and mix-B tie seed for seed: not resolved, so neither as designed nor against
+    assert xho["ok"] is None and xho["observed"].startswith("unresolved: tie: mix-B 0.5000 = mix-N 0.5000 > mix-S")
+    assert re.search(r"mix-N - mix-B [+-]0\.0000 \[[+-]0\.0000, [+-]0\.0000\] unresolved", xho["detail"])
+    assert "mix-B - mix-S +0.1200 [+0.1200, +0.1200] as designed" in xho["detail"]  # last 3 steps: 0.20 - 0.08
+    assert "mix-S - mix-N -0.1600 [-0.1600, -0.1600] against the design" in nso["detail"]
     tsn = tasks["t_tsn_cf"]
     assert tsn["ok"] is True and "dropped:" in tsn["detail"]
     som = tasks["t_som_cf"]
@@ -124,25 +128,34 @@ def test_language_ranking_from_the_aggregated_scores(check: pl.DataFrame) -> Non
 def test_summary_counts_kept_and_dropped_tasks(check: pl.DataFrame) -> None:
     rows = check.filter(pl.col("check") == "summary").iter_rows(named=True)
     summary = {(row["subject"], row["kind"]): row for row in rows}
-    assert summary[("zul", "kept tasks")]["observed"] == "2 of 2 as designed" and summary[("zul", "kept tasks")]["ok"]
-    assert summary[("nso", "kept tasks")]["observed"] == "0 of 1 as designed"
+    zul = summary[("zul", "kept tasks")]
+    assert zul["observed"] == "2 as designed, 0 against, 0 unresolved (of 2)" and zul["ok"] is True
+    assert summary[("nso", "kept tasks")]["observed"] == "0 as designed, 1 against, 0 unresolved (of 1)"
     assert summary[("nso", "kept tasks")]["ok"] is False and "t_nso_cf" in summary[("nso", "kept tasks")]["detail"]
+    xho = summary[("xho", "kept tasks")]  # unresolved is not against the design
+    assert xho["observed"] == "0 as designed, 0 against, 1 unresolved (of 1)" and xho["ok"] is True
+    assert "unresolved: t_xho_cf" in xho["detail"]
     tsn_kept = summary[("tsn", "kept tasks")]
-    assert tsn_kept["observed"] == "0 of 0 as designed" and tsn_kept["ok"] is None  # nothing kept: no answer
-    assert summary[("tsn", "dropped tasks")]["observed"] == "1 of 1 as designed"
+    assert tsn_kept["observed"] == "0 as designed, 0 against, 0 unresolved (of 0)" and tsn_kept["ok"] is None
+    assert summary[("tsn", "dropped tasks")]["observed"] == "1 as designed, 0 against, 0 unresolved (of 1)"
     assert summary[("tsn", "dropped tasks")]["ok"] is None
     assert summary[("som", "kept tasks")]["observed"] == "1 of 1 kept" and summary[("som", "kept tasks")]["ok"] is None
     pooled = summary[("all designed languages", "kept tasks")]
-    assert pooled["observed"] == "2 of 4 as designed" and pooled["ok"] is False
+    assert pooled["observed"] == "2 as designed, 1 against, 1 unresolved (of 4)" and pooled["ok"] is False
 
 
 def test_summarise_truth_is_markdown_from_the_check(check: pl.DataFrame) -> None:
     text = summarise_truth(check)
     assert text.count("### ") == 3
     assert "| zul | language score | mix-N > mix-B > mix-S | mix-N " in text
-    assert "| all designed languages | kept tasks | all order the mixes as designed | 2 of 4 as designed | no |" in text
+    assert (
+        "| all designed languages | kept tasks | no resolved order against the design | 2 as designed, 1 against, "
+        "1 unresolved (of 4) | no |" in text
+    )
     judged = check.filter((pl.col("check") == "task_order") & pl.col("ok").is_not_null())
-    assert f"{judged.filter(pl.col('ok')).height} of {judged.height} with a designed answer as designed." in text
+    count = f"{judged.filter(pl.col('ok')).height} of {judged.height} with a designed answer as designed"
+    assert f"{count}; 1 unresolved by the seeds." in text
+    assert "| t_xho_cf | xho | mix-N > mix-B > mix-S | unresolved: tie: " in text and "| unresolved |" in text
 
 
 def test_kendall_tau_is_scipys_and_the_hand_computed_value() -> None:
