@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -17,11 +18,12 @@ from analysis.config import load_config
 from analysis.select import decide
 from analysis.signal import DEGENERATE_REASON, SEPARATION_REASONS, compute_signal
 from tests.analysis.test_signal import one, rows_to_table, series
+from tests.typed_values import number
 
 CONFIG = load_config()
 
 
-def final_scores_table(finals: dict[str, list[float]], *, step: float = 0.01, **extra: object) -> pl.DataFrame:
+def final_scores_table(finals: dict[str, list[float]], *, step: float = 0.01, **extra: Any) -> pl.DataFrame:
     """Each run's seeds, each with three checkpoints whose mean is the given final score (the last 3 count by
     default), moving by `step` per checkpoint (negative: falling, as bits per byte do in training)."""
     rows = []
@@ -56,7 +58,7 @@ def test_hand_computed_anova_and_its_interval() -> None:
 )
 def test_matches_scipy_f_oneway(groups: list[list[float]], metric: str) -> None:
     finals = {f"r{i}": scores for i, scores in enumerate(groups)}
-    extra = {"metric": metric, "random_baseline": None if metric == "bits_per_byte" else 0.25}
+    extra: dict[str, Any] = {"metric": metric, "random_baseline": None if metric == "bits_per_byte" else 0.25}
     if metric == "bits_per_byte":
         extra["formulation"] = "PPL"
     row = compute_signal(final_scores_table(finals, **extra), CONFIG).row(0, named=True)
@@ -174,8 +176,8 @@ def test_calibration_on_the_bundled_demo_sweep() -> None:
     kinds = verdicts.select(pl.col("subject").alias("task"), "kind")
     signal = compute_signal(table, config, with_ci=False).join(kinds, on="task")
     p = {k: g.get_column("separation_p") for (k,), g in signal.group_by("kind")}
-    assert p["learnable_ppl"].len() == 9 and p["learnable_ppl"].max() <= 0.0044
+    assert p["learnable_ppl"].len() == 9 and number(p["learnable_ppl"].max()) <= 0.0044
     best = signal.filter(pl.col("kind") == "learnable").group_by("task").agg(pl.col("separation_p").min())
-    assert best.height == 6 and best.get_column("separation_p").max() <= 0.0011
-    assert p["noise_ordered"].min() >= 0.13 and p["mcf_at_chance"].min() >= 0.10
+    assert best.height == 6 and number(best.get_column("separation_p").max()) <= 0.0011
+    assert number(p["noise_ordered"].min()) >= 0.13 and number(p["mcf_at_chance"].min()) >= 0.10
     assert (p["random_label"] < 0.05).sum() == 3 and p["random_label"].len() == 15
