@@ -54,6 +54,7 @@ class SeparationConfig:
     alpha: float = 0.05
     last_checkpoints: int = 3
     required_without_baseline: bool = True
+    required_lower_is_better: bool = True
 
 
 @dataclass(frozen=True)

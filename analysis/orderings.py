@@ -39,13 +39,22 @@ def paired_differences(
     the pair is resolved (the interval excludes 0; with one seed it never is). Raw scores: for a lower-is-better
     metric a negative difference means run_a is better."""
     finals = final_scores(table, selected, last_checkpoints)
+    return seed_paired(finals, _SELECTED, "final", confidence).select(PAIR_COLUMNS)
+
+
+def seed_paired(frame: pl.DataFrame, keys: tuple[str, ...], value: str, confidence: float = 0.95) -> pl.DataFrame:
+    """The seed-paired comparison of every pair of runs within each `keys` group of `frame` (columns: keys, run,
+    seed, `value`): keys, run_a, run_b (run_a < run_b), n_seeds (seeds both have), difference (mean of run_a's
+    value minus run_b's over those seeds), ci_low, ci_high (the t interval; null with one seed), resolved."""
     pairs = (
-        finals.join(finals, on=[*_SELECTED, "seed"], suffix="_b")
+        frame.select(*keys, "run", "seed", pl.col(value).alias("value"))
+        .join(frame.select(*keys, "run", "seed", pl.col(value).alias("value")), on=[*keys, "seed"], suffix="_b")
         .filter(pl.col("run") < pl.col("run_b"))
-        .with_columns((pl.col("final") - pl.col("final_b")).alias("d"))
-        .group_by([*_SELECTED, "run", "run_b"], maintain_order=True)
+        .sort([*keys, "run", "run_b", "seed"])
+        .with_columns((pl.col("value") - pl.col("value_b")).alias("d"))
+        .group_by([*keys, "run", "run_b"], maintain_order=True)
         .agg(pl.len().alias("n_seeds"), pl.col("d").mean().alias("difference"), pl.col("d").std().alias("sd"))
-        .sort([*_SELECTED, "run", "run_b"])
+        .sort([*keys, "run", "run_b"])
     )
     n = pairs.get_column("n_seeds").to_numpy()
     quantile = stats.t.ppf(1 - (1 - confidence) / 2, df=(n - 1).clip(min=1))
@@ -55,4 +64,8 @@ def paired_differences(
         pl.when(pl.col("n_seeds") >= 2).then(pl.col("difference") + half).alias("ci_high"),
     )
     resolved = ((pl.col("ci_low") > 0) | (pl.col("ci_high") < 0)).fill_null(False)
-    return interval.rename({"run": "run_a"}).with_columns(resolved.alias("resolved")).select(PAIR_COLUMNS)
+    return (
+        interval.rename({"run": "run_a"})
+        .with_columns(resolved.alias("resolved"))
+        .select(*keys, "run_a", "run_b", "n_seeds", "difference", "ci_low", "ci_high", "resolved")
+    )

@@ -148,7 +148,7 @@ def _write_selection(
     gap = result.english_gap if result.english_gap is not None else english_gap(pl.DataFrame(schema=SCHEMA), config)
     written = write_selection(selection, out_dir)
     if ranking is not None:
-        written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv"]
+        written += [write_ranking(ranking, out_dir), out_dir / "language_scores.csv", out_dir / "language_pairs.csv"]
     written += write_english_gap(gap, out_dir)
     figure_paths = _figures(scan, selection, ranking, config, out_dir, progress, workers) if figures else {}
     if figures:
@@ -169,11 +169,10 @@ def analyse(table: pl.DataFrame, config: Config) -> Analysis:
 
 
 def _ranking(table: pl.DataFrame, selection: Selection, config: Config) -> AggregateResult | None:
-    """The multilingual ranking, or None when no kept task can enter it: none is kept, or every kept task is
-    scored by a lower-is-better metric (bits per byte, perplexities), which has no random baseline to rescale to.
-    The report then says there is no ranking; before, `select` stopped with a traceback."""
+    """The multilingual ranking, or None when no kept task can enter it (none is kept, or every kept metric's
+    direction is unknown). The report then says there is no ranking; before, `select` stopped with a traceback."""
     chosen = selected_metrics(selection)
-    return aggregate(table, chosen, config.aggregate) if rankable(chosen) else None
+    return aggregate(table, chosen, config.aggregate, bootstrap=config.bootstrap) if rankable(chosen) else None
 
 
 def run_aggregate(
@@ -200,7 +199,7 @@ def run_aggregate(
             chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
         if result is None:
             result, _ = rank_scan(scan, chosen, config, partition_rows=partition_rows, workers=workers)
-        written = [write_ranking(result, staging), staging / "language_scores.csv"]
+        written = [write_ranking(result, staging), staging / "language_scores.csv", staging / "language_pairs.csv"]
         written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))
         check_inside(staging, written)
     return result
@@ -220,7 +219,8 @@ def _gap_figures(gap: EnglishGap, selection: Selection, out_dir: Path) -> dict[s
 
 
 # Names an analysis output directory holds: one of them, made before the marker file existed, is adopted.
-_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "aggregated_tasks.csv",
+_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "language_pairs.csv",
+                 "aggregated_tasks.csv",
                  "english_gap.csv", "english_gap_summary.csv",
                  "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
 

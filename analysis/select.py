@@ -16,6 +16,7 @@ import polars as pl
 
 from analysis.base.io import atomic_write_text, safe_file_name, write_csv_atomic
 from analysis.config import Config
+from analysis.scores.metrics import metric_info
 from analysis.signal import DEGENERATE_REASON, SEPARATION_COLUMNS
 
 CATEGORY_TITLES = {
@@ -123,10 +124,14 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
         pl.col("consistency").clip(upper_bound=1).alias("m_consistency"),
         (1 - pl.col("separation_p") / config.separation.alpha).clip(-1, 1).alias("m_separation"),
     )
-    required = required_criteria(config, has_baseline=False)
+    required = required_criteria(config, has_baseline=False, higher_is_better=False)
     skip = {c: not_applicable.get(c, pl.lit(False)) for c in required}
-    if "separation" not in config.selection.require:  # required only of tasks without a random baseline
-        skip["separation"] = pl.col("non_random_applicable")
+    if "separation" not in config.selection.require:  # required only of some tasks: see required_criteria
+        lower = pl.col("metric").replace_strict(_lower_is_better(signal), default=False, return_dtype=pl.Boolean)
+        skip["separation"] = ~(
+            (~pl.col("non_random_applicable") & pl.lit(config.separation.required_without_baseline))
+            | (lower & pl.lit(config.separation.required_lower_is_better))
+        )
     degenerate = pl.col("degenerate").fill_null(False) if "degenerate" in signal.columns else pl.lit(False)
     passes = ~degenerate & pl.all_horizontal([skip[c] | pl.col(f"{c}_pass").fill_null(False) for c in required])
     # the weakest required criterion sets the margin; a not-measurable one counts as -1, a not-applicable one
@@ -144,14 +149,28 @@ def _judge(signal: pl.DataFrame, config: Config) -> pl.DataFrame:
     return judged.with_columns(passes.alias("passes"), margin.fill_nan(-1.0).alias("margin"))
 
 
-def required_criteria(config: Config, *, has_baseline: bool) -> list[str]:
+def required_criteria(config: Config, *, has_baseline: bool, higher_is_better: bool = True) -> list[str]:
     """The criteria a task must pass: `[selection] require`, and separation for a task without a random baseline
-    (`[separation] required_without_baseline`): its seed SNR and monotonicity alone say nothing of whether it
-    tells the runs apart, and non-randomness does not apply."""
+    (`[separation] required_without_baseline`) and for a lower-is-better one (`required_lower_is_better`).
+
+    A perplexity's seed SNR is its level over its seed noise (about 90 for any bits-per-byte task), and its
+    distance from the uniform byte model is many sigma for any trained model: monotonicity, SNR and
+    non-randomness alone say nothing of whether it tells the runs apart."""
     required = list(config.selection.require)
-    if not has_baseline and config.separation.required_without_baseline and "separation" not in required:
+    needs = (not has_baseline and config.separation.required_without_baseline) or (
+        not higher_is_better and config.separation.required_lower_is_better
+    )
+    if needs and "separation" not in required:
         required.append("separation")
     return required
+
+
+def _lower_is_better(signal: pl.DataFrame) -> dict[str, bool]:
+    """metric -> whether lower is better, for the metrics of `signal`."""
+    return {
+        m: (info := metric_info(m)) is not None and not info.higher_is_better
+        for m in signal.get_column("metric").unique().to_list()
+    }
 
 
 def _choose(judged: pl.DataFrame, config: Config) -> pl.DataFrame:
@@ -252,7 +271,12 @@ def _consistency_text(row: dict) -> tuple[bool | None, str]:
 
 def _row_reason(row: dict, config: Config) -> str:
     texts = criterion_texts(row, config)
-    required = required_criteria(config, has_baseline=row.get("non_random_applicable") is not False)
+    info = metric_info(row["metric"])
+    required = required_criteria(
+        config,
+        has_baseline=row.get("non_random_applicable") is not False,
+        higher_is_better=info is None or info.higher_is_better,
+    )
     failing = [texts[c][1] for c in required if texts[c][0] is not True]
     if row["kept"]:
         shown = "; ".join(texts[c][1] for c in required)

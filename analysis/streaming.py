@@ -201,7 +201,9 @@ def _ranking(
     runs = pl.concat([p.runs for p in parts]).unique().sort("run")
     scored = [p.scored for p in parts if p.scored is not None]
     combined = concat_task_scores(scored) if scored else task_scores(pl.DataFrame(schema=SCHEMA), usable, step)
-    return aggregate_task_scores(combined, usable, runs, config.aggregate, step, notes, pl.scan_parquet(scan.path))
+    return aggregate_task_scores(
+        combined, usable, runs, config.aggregate, step, notes, pl.scan_parquet(scan.path), config.bootstrap
+    )
 
 
 def _check_decisions_per_task(selection: Selection, parts: Sequence[_Part]) -> None:

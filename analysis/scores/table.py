@@ -13,9 +13,11 @@ Every problem raises `ScoreTableError` naming the input, the column(s), a few of
 count and the fix. One documented exception: a NaN score means the evaluation produced no number (a
 crashed task, an empty split); such rows are dropped, counted and shown in the `LoadReport`.
 
-`random_baseline` may be empty (null; a NaN is stored as null) only for lower-is-better metrics: a
-perplexity has no chance level independent of the model's tokenizer, and the non-randomness criterion is
-then not applicable. Every higher-is-better metric needs its chance score.
+`random_baseline` may be empty (null; a NaN is stored as null) only for lower-is-better metrics: a word
+perplexity has no chance level independent of the model's tokenizer and the text's words, and the non-randomness
+criterion is then not applicable. A per-byte metric left empty gets its chance level, the uniform byte model's
+8 bits per byte (`analysis.scores.metrics.chance_levels`), so every table records it, however it was made. Every
+higher-is-better metric needs its chance score.
 
 Nothing loops over rows or groups in Python: rules about single values are masks counted in one
 pass, rules across rows are lazy group-bys collected together, and the sort goes through one int64
@@ -40,7 +42,7 @@ from analysis.base.io import atomic_write
 from analysis.base.names import CONTROL_PATTERN, control_character_problem, describe_control_characters
 from analysis.base.ordinal import distinct, ordinal_key, starts_run, text_codes
 from analysis.base.write_errors import writing
-from analysis.scores.metrics import known_metric_help, metric_info
+from analysis.scores.metrics import chance_levels, known_metric_help, metric_info
 
 SCHEMA: dict[str, pl.DataType] = {
     "run": pl.String(),
@@ -318,6 +320,19 @@ def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]
         if counts[column]:
             frame = frame.with_columns(pl.col(column).fill_nan(None))
     return frame, counts
+
+
+def _fill_chance_baselines(frame: pl.DataFrame, metrics: pl.Series) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Give a per-byte metric's rows without a random baseline the metric's chance level; count them per metric."""
+    levels = chance_levels(metrics.to_list())
+    if not levels:
+        return frame, {}
+    empty = pl.col("random_baseline").is_null() & pl.col("metric").is_in(list(levels))
+    counts = frame.filter(empty).group_by("metric").len()
+    if counts.is_empty():
+        return frame, {}
+    chance = pl.col("metric").replace_strict(levels, default=None, return_dtype=pl.Float64)
+    return frame.with_columns(pl.col("random_baseline").fill_null(chance)), dict(counts.iter_rows())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -686,6 +701,7 @@ class PartialReport:
     extra_columns: list[str] = field(default_factory=list)
     padded: dict[str, list[str]] = field(default_factory=dict)  # text column -> its distinct padded values
     nan_counts: dict[str, int] = field(default_factory=dict)  # stderr / random_baseline -> NaN values nulled
+    chance_filled: dict[str, int] = field(default_factory=dict)  # metric -> rows given its chance level
     checkpoints: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_CHECKPOINT_SCHEMA))
 
     @staticmethod
@@ -705,6 +721,10 @@ class PartialReport:
             next((part.extra_columns for part in parts if part.extra_columns), []),
             {c: values for c, values in padded.items() if values},
             {c: sum(part.nan_counts.get(c, 0) for part in parts) for c in ("stderr", "random_baseline")},
+            {
+                m: sum(part.chance_filled.get(m, 0) for part in parts)
+                for m in {m for p in parts for m in p.chance_filled}
+            },
             checkpoints,
         )
 
@@ -724,7 +744,8 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
     frame, padded, stripped, values = _strip_text(frame, source)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
     frame, nan_counts = _null_nan_stderr(frame)
-    partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts)
+    frame, chance_filled = _fill_chance_baselines(frame, values["metric"])
+    partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts, chance_filled)
     if not frame.height:
         return frame, partial
     if dropped:  # names only in the dropped rows are no longer the table's
@@ -773,6 +794,11 @@ def finish_report(partial: PartialReport) -> LoadReport:
         f"set {partial.nan_counts[column]:,} NaN {column} values to null ({meaning})"
         for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline"))
         if partial.nan_counts.get(column)
+    ]
+    notes += [
+        f"gave {count:,} {metric} row(s) without a random baseline the uniform byte model's score, "
+        f"{chance_levels([metric])[metric]:g} (docs/statistics.md)"
+        for metric, count in sorted(partial.chance_filled.items())
     ]
     report = LoadReport(source, partial.n_rows, partial.dropped_nan, partial.dropped_nan_examples, notes)
     if partial.n_rows:

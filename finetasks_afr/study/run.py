@@ -47,7 +47,7 @@ MIRROR_DONE = ".imported"
 # selection's figures are copied whole.
 PUBLISHED = ("scores.parquet", "study.json", "truth_check.csv", "truth.md", "selection/decisions.csv",
              "selection/report.md")  # fmt: skip
-PUBLISHED_IF_RANKED = ("aggregate/ranking.csv", "aggregate/language_scores.csv")
+PUBLISHED_IF_RANKED = ("aggregate/ranking.csv", "aggregate/language_scores.csv", "aggregate/language_pairs.csv")
 
 
 def run_dir(out: Path, mix: str, seed: int) -> Path:
@@ -239,13 +239,14 @@ def analyse_study(
         selection = run_selection(scan, config, out / "selection")
         decisions = selection.selection.decisions
         if not rankable(decisions.filter(pl.col("kept")).select(GROUP)):  # a negative result: nothing to rank on
-            log("the selection kept no task the aggregate can rescale: the runs are not ranked (no aggregate/)")
+            log("the selection kept no task: the runs are not ranked (no aggregate/)")
             shutil.rmtree(out / "aggregate", ignore_errors=True)
             schema = {"run": pl.String, "language": pl.String, "score": pl.Float64, "rank": pl.Float64}
-            language_scores = pl.DataFrame(schema=schema)
+            language_scores, language_pairs = pl.DataFrame(schema=schema), None
         else:
-            language_scores = run_aggregate(scan, config, out / "aggregate", decisions).language_scores
-    check = study_truth(table, decisions, language_scores)
+            aggregated = run_aggregate(scan, config, out / "aggregate", decisions)
+            language_scores, language_pairs = aggregated.language_scores, aggregated.language_pairs
+    check = study_truth(table, decisions, language_scores, language_pairs=language_pairs)
     write_csv_atomic(check, out / "truth_check.csv")
     atomic_write_text(out / "truth.md", summarise_truth(check))
 

@@ -31,7 +31,8 @@ AS_DESIGNED = "as designed"
 NOISE = "no designed order (noise)"
 TIE = "tie"
 CHECK_TITLES: dict[str, str] = {
-    "language_ranking": "Language ranking: the aggregated language score's order of the mixes",
+    "language_ranking": "Language ranking: the aggregated language score's order of the mixes; resolved when every "
+    "designed pair's seed-paired difference of language scores has a 95% interval excluding 0",
     "task_order": "Task order: each task's order of the mixes at the final checkpoint (mean over seeds); resolved "
     "when every designed pair's seed-paired difference (last 3 checkpoints) has a 95% interval excluding 0",
     "summary": "Summary: how many kept and dropped tasks order the mixes as designed",
@@ -100,8 +101,14 @@ def language_ranking_rows(
     languages: Sequence[str],
     designed: Mapping[str, Sequence[str]],
     runs: Sequence[str],
+    language_pairs: pl.DataFrame | None = None,
 ) -> list[dict]:
-    """One row per language: the aggregated language score's order of the mixes against the designed order."""
+    """One row per language: the aggregated language score's order of the mixes against the designed order,
+    resolved or not by the seed-paired differences of the language scores (`language_pairs`, from
+    `analysis.aggregate`; without them every order counts as resolved, as before they existed)."""
+    pairs: dict[str, dict[tuple[str, str], dict]] = {}
+    for pair in (language_pairs if language_pairs is not None else pl.DataFrame()).iter_rows(named=True):
+        pairs.setdefault(pair["language"], {})[(pair["run_a"], pair["run_b"])] = pair
     rows = []
     for language in languages:
         order = designed.get(language)
@@ -115,8 +122,13 @@ def language_ranking_rows(
                              "no kept task of this language entered the aggregation"))  # fmt: skip
             continue
         ok = None if order is None else observed.matches(order)
-        rows.append(_row("language_ranking", language, "language score", expected, observed.observed(), ok,
-                         _order_detail(observed)))  # fmt: skip
+        text, detail = observed.observed(), _order_detail(observed)
+        if order is not None and language_pairs is not None:
+            outcome, pair_text = resolution(pairs.get(language, {}), order, higher_is_better=True)
+            ok = {AS_DESIGNED: True, AGAINST: False}.get(outcome)
+            text = f"{UNRESOLVED}: {text}" if outcome == UNRESOLVED else text
+            detail += f"; {pair_text}"
+        rows.append(_row("language_ranking", language, "language score", expected, text, ok, detail))
     return rows
 
 
@@ -264,6 +276,7 @@ def study_truth(
     language_scores: pl.DataFrame,
     designed: Mapping[str, Sequence[str]] = DESIGNED_ORDER,
     runs: Sequence[str] = tuple(MIXES),
+    language_pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every designed expectation of the study next to what the analysis found, one row per check (TRUTH_SCHEMA):
     `language_ranking` per language, `task_order` per task of `decisions`, `summary` per language; `ok` is null
@@ -271,7 +284,7 @@ def study_truth(
     present = set(decisions.get_column("language").to_list()) | set(language_scores.get_column("language").to_list())
     languages = [*LANGUAGES, *sorted(present - set(LANGUAGES))]
     task_rows, orderings, outcomes = task_order_rows(table, decisions, designed, runs)
-    rows = language_ranking_rows(language_scores, languages, designed, runs)
+    rows = language_ranking_rows(language_scores, languages, designed, runs, language_pairs)
     rows += task_rows + summary_rows(decisions, orderings, outcomes, languages, designed)
     return pl.DataFrame(rows, schema=TRUTH_SCHEMA)
 
