@@ -756,23 +756,35 @@ def plot_ranking(ranking: pl.DataFrame, out_path: Path) -> Path:
     ys = np.arange(n)
     ranks = [_finite(r.get("mean_rank")) for r in rows]
     known = [v for v in ranks if v is not None]
-    x_hi = max(known) if known else 1.0
+    highs = [h for r in rows if (h := _finite(r.get("mean_rank_ci_high"))) is not None]
+    x_hi = max([*known, *highs]) if known else 1.0
+    best = min(known) if known else None
     for y, r, v in zip(ys.tolist(), rows, ranks, strict=True):
         if v is None:
             ax_bar.text(0.02 * x_hi, y, "missing", va="center", fontsize=8, color=_GREY, style="italic")
             continue
-        ax_bar.barh(y, v, color="#1f77b4" if y > 0 else "#ff7f0e", height=0.7)
+        # every run at the best mean rank is coloured as a leader: a tie has no winner
+        ax_bar.barh(y, v, color="#ff7f0e" if v == best else "#1f77b4", height=0.7)
+        low, high = _finite(r.get("mean_rank_ci_low")), _finite(r.get("mean_rank_ci_high"))
+        if low is not None and high is not None:
+            ax_bar.errorbar(v, y, xerr=[[max(v - low, 0.0)], [max(high - v, 0.0)]], color="black", capsize=3, lw=1)
         extra = [f"{v:.2f}"]
         if (b := _finite(r.get("borda"))) is not None:
             extra.append(f"borda {b:g}")
         if (w := _finite(r.get("mean_win_rate"))) is not None:
             extra.append(f"win {w:.2f}")
-        ax_bar.text(v + 0.02 * x_hi, y, " · ".join(extra), va="center", fontsize=8)
+        ax_bar.text(max(v, high or v) + 0.02 * x_hi, y, " · ".join(extra), va="center", fontsize=8)
     ax_bar.set_xlim(0, x_hi * 1.6)
     ax_bar.set_yticks(ys, [str(r["run"]) for r in rows], fontsize=8)
     ax_bar.set_ylim(n - 0.5, -0.5)
     ax_bar.set_xlabel("mean rank over languages (lower is better)")
-    ax_bar.set_title("runs by mean rank (best at top)", fontsize=10)
+    tied = sum(v == best for v in known) if best is not None else 0
+    ax_bar.set_title(
+        "runs by mean rank (best at top"
+        + (f"; {tied} tied for first)" if tied > 1 else ")")
+        + ("\nbars: 95% bootstrap interval over seeds" if highs else ""),
+        fontsize=10,
+    )
     ax_bar.grid(True, axis="x", alpha=0.3)
 
     if ax_heat is not None:

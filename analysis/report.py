@@ -174,9 +174,12 @@ def _consistency_table(rows: pl.DataFrame) -> str:
 
 
 RANKING_TEXT = (
-    "Scores rescaled to the random baseline ((s - b) / (1 - b), clipped at 0), averaged per category, "
-    "then over categories per language; runs ranked per language and the ranks averaged "
-    "(FineTasks). Borda and HELM mean win rate are shown as alternatives."
+    "Scores rescaled between the random baseline and a perfect score ((s - b) / (1 - b) for accuracy, "
+    "1 - s / 8 for bits per byte against the uniform byte model; clipped at 0), averaged per category, "
+    "then over categories per language; a language with a task without a baseline is scored by win rate instead. "
+    "Runs ranked per language and the ranks averaged (FineTasks), with a 95% bootstrap interval over seeds. "
+    "Borda and HELM mean win rate are shown as alternatives. Per language, runs whose seed-paired difference "
+    "has a 95% interval containing 0 are tied within noise (docs/statistics.md)."
 )
 
 
@@ -187,7 +190,7 @@ def _ranking_rows(ranking: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
         [
             r["run"],
             *[format_number(r[c], 3) for c in score_cols],
-            format_number(r["mean_rank"]),
+            format_number(r["mean_rank"]) + _interval_text(r.get("mean_rank_ci_low"), r.get("mean_rank_ci_high")),
             format_number(r["borda"], 1),
             format_number(r["mean_win_rate"]),
             r["missing_languages"] or "",
@@ -195,6 +198,40 @@ def _ranking_rows(ranking: pl.DataFrame) -> tuple[list[str], list[list[str]]]:
         for r in ranking.iter_rows(named=True)
     ]
     return header, rows
+
+
+def _interval_text(low: object, high: object, digits: int = 2) -> str:
+    """ " [low, high]" when both ends are known, else nothing."""
+    if low is None or high is None:
+        return ""
+    return f" [{format_number(low, digits)}, {format_number(high, digits)}]"
+
+
+def language_run_rows(result: AggregateResult, language: str) -> list[list[str]]:
+    """Per run in `language`, best first: run, score [95% CI], kind, rank, runs tied with it within seed noise."""
+    scores = result.language_scores.filter(pl.col("language") == language).sort("rank", "run")
+    return [
+        [
+            r["run"],
+            format_number(r["score"], 3) + _interval_text(r.get("ci_low"), r.get("ci_high"), 3),
+            (r.get("kind") or "rescaled").replace("_", " "),
+            format_number(r["rank"], 1),
+            r.get("tied_with") or "none",
+        ]
+        for r in scores.iter_rows(named=True)
+    ]
+
+
+LANGUAGE_RUN_HEADER = ["run", "score [95% CI]", "scale", "rank (1 = best)", "tied within noise with"]
+
+
+def _language_runs_section(result: AggregateResult) -> list[str]:
+    """Markdown: per language, each run's score with its interval and the runs the seeds cannot tell from it."""
+    lines = ["### Runs per language", ""]
+    for language in sorted(result.language_scores.get_column("language").unique().to_list()):
+        rows = [_code_first(row) for row in language_run_rows(result, language)]
+        lines += [f"**{language}**", "", _table(LANGUAGE_RUN_HEADER, rows), ""]
+    return lines
 
 
 def _ranking_section(result: AggregateResult) -> list[str]:
@@ -207,6 +244,7 @@ def _ranking_section(result: AggregateResult) -> list[str]:
         "",
         _table(header, rows),
         "",
+        *_language_runs_section(result),
     ]
     if result.notes:
         lines += ["Notes:", "", *[f"- {note}" for note in result.notes], ""]
@@ -466,16 +504,12 @@ def _html_ranking(result: AggregateResult, figures: dict[str, Path], out_dir: Pa
 
 
 def _html_language_runs(result: AggregateResult, language: str) -> list[str]:
-    scores = result.language_scores.filter(pl.col("language") == language).sort("rank", "run")
-    if scores.is_empty():
+    rows = language_run_rows(result, language)
+    if not rows:
         return [f"<p>No run has a score in {_esc(language)} (no kept task, or runs missing some of them).</p>"]
-    rows = [
-        [_code(r["run"]), format_number(r["score"], 3), format_number(r["rank"], 1)]
-        for r in scores.iter_rows(named=True)
-    ]
-    return [
-        _html_table(["run", f"score ({language})", "rank (1 = best)"], rows, table_id="language-runs", numeric=(1, 2))
-    ]
+    header = ["run", f"score ({language}) [95% CI]", *LANGUAGE_RUN_HEADER[2:]]
+    cells = [[_code(row[0]), *row[1:]] for row in rows]
+    return [_html_table(header, cells, table_id="language-runs", numeric=(1, 3))]
 
 
 def _html_gap(gap: EnglishGap, decisions: pl.DataFrame, config: Config, figures: dict[str, Path],

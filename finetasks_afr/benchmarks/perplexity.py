@@ -23,10 +23,11 @@ Task metadata:
 - category GEN: the model is scored as a generator of the language's text, with no choices and no prompt words;
   of the categories the analysis knows (GK, RC, RES, NLU, GEN) this is the only one that does not claim a skill
   the text does not test (reading a passage is not answering questions about it).
-- random_baseline NaN (stored as null in the score table): there is no tokenizer-independent chance level. A
-  model uniform over its vocabulary V has bits_per_byte = log2(V) x tokens / bytes, which depends on the
-  tokenizer's compression of this very text (for a 32k vocabulary at 4 bytes per token, 3.75: below the 8 bits
-  of a uniform byte model). The non-randomness criterion is therefore reported as not applicable for these tasks.
+- random_baseline NaN here: the chance level is the metric's, not the task's. The score table gives
+  bits_per_byte 8 and byte_perplexity 256 (a model uniform over the 256 byte values, the same for every model and
+  tokenizer; `analysis.scores.metrics.chance_levels`) and leaves word_perplexity empty. A model uniform over its
+  vocabulary V would score log2(V) x tokens / bytes, which depends on the tokenizer's compression of this very
+  text: it would put runs with different tokenizers on different scales (docs/statistics.md).
 """
 
 from __future__ import annotations

@@ -156,11 +156,12 @@ def test_select_into_a_used_directory_leaves_nothing_stale(tmp_path: Path, demo_
     assert not _leftovers(tmp_path)
 
 
-def test_kept_tasks_scored_only_by_lower_is_better_metrics_give_suites_and_no_ranking(
+def test_kept_tasks_scored_only_by_lower_is_better_metrics_give_suites_and_a_ranking(
     tmp_path: Path, demo_table: pl.DataFrame
 ) -> None:
-    """The demo's perplexity tasks alone (bits per byte, perplexities): kept, but nothing to rescale for a ranking.
-    Before the fix: an AggregateError traceback, exit 1."""
+    """The demo's perplexity tasks alone (bits per byte, perplexities): kept, and ranked (rescaled on the uniform
+    byte model, or by win rate). Before the first fix: an AggregateError traceback, exit 1; before the second:
+    no ranking."""
     scores = _write(demo_table.filter(pl.col("task").str.starts_with("demotext")), tmp_path / "ppl.parquet")
     out = tmp_path / "out"
     result = _invoke("select", str(scores), "--out", str(out), "--no-figures", "--config", str(BUNDLED_CONFIG))
@@ -168,8 +169,12 @@ def test_kept_tasks_scored_only_by_lower_is_better_metrics_give_suites_and_no_ra
     decisions = pl.read_csv(out / "decisions.csv")
     kept = decisions.filter(pl.col("kept"))
     assert kept.height and set(kept["metric"]) <= {"bits_per_byte", "byte_perplexity", "word_perplexity"}
-    assert (out / "suites").is_dir() and "ranking.csv" not in _files(out)
+    assert (out / "suites").is_dir() and "ranking.csv" in _files(out)
+    assert (pl.read_csv(out / "ranking.csv").get_column("n_languages") >= 1).all()
     assert not _leftovers(tmp_path)
+
+
+AGGREGATE_FILES = {OUTPUT_MARKER, "ranking.csv", "language_scores.csv", "language_pairs.csv", "aggregated_tasks.csv"}
 
 
 def test_aggregate_into_a_used_directory_replaces_it_whole(tmp_path: Path) -> None:
@@ -179,7 +184,7 @@ def test_aggregate_into_a_used_directory_replaces_it_whole(tmp_path: Path) -> No
     (out / "language_scores.csv").write_text("stale\n")
     result = _invoke("aggregate", str(BUNDLED_SWEEP), "--out", str(out))
     assert result.exit_code == 0, result.output
-    assert _files(out) == {OUTPUT_MARKER, "ranking.csv", "language_scores.csv", "aggregated_tasks.csv"}
+    assert _files(out) == AGGREGATE_FILES
     assert "stale" not in (out / "ranking.csv").read_text()
     assert not _leftovers(tmp_path)
 
@@ -194,7 +199,7 @@ def test_out_given_as_a_link_writes_into_its_target_and_keeps_the_link(tmp_path:
         result = _invoke("aggregate", str(BUNDLED_SWEEP), "--out", str(link))
         assert result.exit_code == 0, result.output
         assert link.is_symlink() and link.resolve() == target.resolve()
-        assert _files(target) == {OUTPUT_MARKER, "ranking.csv", "language_scores.csv", "aggregated_tasks.csv"}
+        assert _files(target) == AGGREGATE_FILES
         said = " ".join(result.output.split())
         assert f"is a link: writing into its target {target}" in said, said
     assert not _leftovers(tmp_path)

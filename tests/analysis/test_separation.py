@@ -112,10 +112,24 @@ def test_a_task_without_baseline_must_separate_the_runs() -> None:
     assert row["snr_pass"] is True and row["monotonicity_pass"] is True
     assert row["kept"] is False and row["separation_pass"] is False
     assert "p " in row["reason"] and ">= 0.05" in row["reason"]
-    optional = replace(CONFIG, separation=replace(CONFIG.separation, required_without_baseline=False))
+    optional = replace(
+        CONFIG,
+        separation=replace(CONFIG.separation, required_without_baseline=False, required_lower_is_better=False),
+    )
     assert decide(compute_signal(bpb_table({"a": [3.00, 3.06], "b": [3.01, 3.05]}), optional), optional).row(
         0, named=True
     )["kept"]
+
+
+def test_a_lower_is_better_task_must_separate_the_runs_even_with_its_baseline() -> None:
+    # 8 bits per byte (the uniform byte model) lies hundreds of sigma above any trained model: the baseline alone
+    # says nothing, so `required_lower_is_better` keeps separation required
+    table = bpb_table({"a": [3.00, 3.06], "b": [3.01, 3.05]}).with_columns(pl.lit(8.0).alias("random_baseline"))
+    row = decide(compute_signal(table, CONFIG), CONFIG).row(0, named=True)
+    assert row["non_random_pass"] is True and row["snr_pass"] is True and row["monotonicity_pass"] is True
+    assert row["kept"] is False and "runs separated" in row["reason"]
+    only_no_baseline = replace(CONFIG, separation=replace(CONFIG.separation, required_lower_is_better=False))
+    assert decide(compute_signal(table, only_no_baseline), only_no_baseline).row(0, named=True)["kept"] is True
 
 
 def test_separation_is_optional_for_tasks_with_a_baseline_unless_required() -> None:

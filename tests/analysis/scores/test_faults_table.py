@@ -153,10 +153,29 @@ def test_ragged_quoted_csv_names_the_line(tmp_path: Path) -> None:
 
 def test_csv_with_an_empty_last_cell_is_not_ragged(tmp_path: Path) -> None:
     path = _csv(
-        tmp_path / "scores.csv", rows({**PPL, "metric": "bits_per_byte", "score": 1.2, "random_baseline": None})
+        tmp_path / "scores.csv", rows({**PPL, "metric": "word_perplexity", "score": 1.2, "random_baseline": None})
     )
     frame, _ = read_scores(path)
     assert frame.height == 1 and frame["random_baseline"].to_list() == [None]
+
+
+def test_an_empty_bits_per_byte_baseline_gets_the_uniform_byte_model_with_a_note(tmp_path: Path) -> None:
+    # bits per byte and byte perplexity have a chance level without a model (8 bits, 256); word perplexity has none
+    path = _csv(
+        tmp_path / "scores.csv",
+        rows(
+            {**PPL, "task": "a", "metric": "bits_per_byte", "score": 1.2, "random_baseline": None},
+            {**PPL, "task": "a", "metric": "byte_perplexity", "score": 2.3, "random_baseline": None},
+            {**PPL, "task": "a", "metric": "word_perplexity", "score": 40.0, "random_baseline": None},
+            {**PPL, "task": "b", "metric": "bits_per_byte", "score": 1.2, "random_baseline": 5.5},
+        ),
+    )
+    frame, report = read_scores(path)
+    baselines = {(t, m): b for t, m, b in frame.select("task", "metric", "random_baseline").iter_rows()}
+    assert baselines == {("a", "bits_per_byte"): 8.0, ("a", "byte_perplexity"): 256.0,
+                         ("a", "word_perplexity"): None, ("b", "bits_per_byte"): 5.5}  # fmt: skip
+    assert any("gave 1 bits_per_byte row(s) without a random baseline the uniform byte model's score, 8" in n
+               for n in report.notes)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------- 3. the lm-eval hint
