@@ -39,6 +39,7 @@ class SNRConfig:
 class NonRandomConfig:
     sigma: float = 3.0
     stderr_fallback: bool = True
+    baseline: Literal["majority", "uniform"] = "majority"
 
 
 @dataclass(frozen=True)

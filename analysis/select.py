@@ -30,7 +30,7 @@ CATEGORY_TITLES = {
 SUITE_FORMULATIONS = {"cf": ("CF", "GEN", "PPL"), "mcf": ("MCF", "HYBRID", "GEN", "PPL")}
 DECISION_COLUMNS = (
     "task", "fewshot", "metric", "language", "category", "formulation", "benchmark", "random_baseline",
-    "monotonicity", "monotonicity_ci_low", "monotonicity_ci_high", "monotonicity_n_constant",
+    "non_random_baseline", "monotonicity", "monotonicity_ci_low", "monotonicity_ci_high", "monotonicity_n_constant",
     "monotonicity_ai2",
     "snr", "snr_kind", "snr_ci_low", "snr_ci_high", "snr_seed", "avg_std", "snr_checkpoint",
     "non_random_distance", "non_random_sigmas", "three_sigma", "three_sigma_kind",
@@ -258,7 +258,11 @@ def _non_random_text(row: dict, config: Config) -> tuple[bool | None, str]:
     if sigmas is None:
         return passed, row.get("non_random_reason") or "non-randomness not measurable"
     op, kind = (">" if passed else "<="), row.get("three_sigma_kind")
-    return passed, f"{_fmt(sigmas, 1)} sigma above random {op} {config.non_random.sigma:g} ({kind})"
+    baseline, uniform = row.get("non_random_baseline"), row.get("random_baseline")
+    above = "random"
+    if baseline is not None and uniform is not None and baseline > uniform:
+        above = f"the majority answer's share {_fmt(baseline, 3)}"
+    return passed, f"{_fmt(sigmas, 1)} sigma above {above} {op} {config.non_random.sigma:g} ({kind})"
 
 
 def _consistency_text(row: dict) -> tuple[bool | None, str]:

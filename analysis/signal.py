@@ -25,7 +25,7 @@ _META = ("benchmark", "language", "category", "formulation", "random_baseline")
 
 def compute_signal(table: pl.DataFrame, config: Config, *, with_ci: bool = True) -> pl.DataFrame:
     """One row per (task, fewshot, metric) with every statistic, its CI and a reason when unmeasurable."""
-    compact, groups = _prepare(table)
+    compact, groups = _prepare(table, non_random_baseline=config.non_random.baseline)
     series = _series(compact, config)
     cells = _cells(compact, series, config.snr.ddof)
     parts = [
@@ -66,11 +66,15 @@ def series_monotonicity(table: pl.DataFrame, config: Config) -> pl.DataFrame:
 # ----------------------------------------------------------------------------------------------- prep
 
 
-def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """A compact frame: integer group and run ids, oriented scores (higher is better for every metric).
+def _prepare(
+    table: pl.DataFrame, *, keep_run: bool = False, non_random_baseline: str = "uniform"
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A compact frame: integer group and run ids, oriented scores (higher is better for every metric), and the
+    oriented baseline non-randomness tests against (`non_random_baseline_expr`).
 
     gid is the dense rank of (task, fewshot, metric), so groups sorted by gid are sorted by name.
     """
+    table = table.with_columns(non_random_baseline_expr(table, non_random_baseline).alias("non_random_baseline"))
     keyed = table.with_columns(
         dense_ids(table, GROUP).alias("gid"),
         pl.col("run").cast(pl.Categorical).to_physical().alias("rid"),
@@ -78,7 +82,7 @@ def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFra
     groups = (
         keyed.group_by("gid")
         .agg(
-            *[pl.col(c).first() for c in (*GROUP, *_META)],
+            *[pl.col(c).first() for c in (*GROUP, *_META, "non_random_baseline")],
             pl.col("rid").n_unique().alias("n_runs"),
             pl.col("seed").n_unique().alias("n_seeds_max"),
             pl.col("step").n_unique().alias("n_steps"),
@@ -101,9 +105,24 @@ def _prepare(table: pl.DataFrame, *, keep_run: bool = False) -> tuple[pl.DataFra
         "score",
         "stderr",
         (pl.col("score") * sign).alias("oriented"),
-        (pl.col("random_baseline") * sign).alias("baseline"),
+        (pl.col("non_random_baseline") * sign).alias("baseline"),
     )
     return compact, groups
+
+
+def non_random_baseline_expr(table: pl.DataFrame, kind: str) -> pl.Expr:
+    """The baseline non-randomness tests a row against: `random_baseline`, or for an accuracy metric with
+    `kind` "majority" the larger of it and the table's `majority_baseline` (the share of the evaluated documents
+    whose gold is the most common answer: what a model giving one answer to every document scores). A table
+    without the column (from elsewhere) keeps random_baseline (1/k)."""
+    if kind != "majority" or "majority_baseline" not in table.columns:
+        return pl.col("random_baseline")
+    accuracy = pl.col("metric").str.contains(r"^acc(_norm(_token|_pmi|_char)?)?$")
+    return (
+        pl.when(accuracy & pl.col("majority_baseline").is_not_null())
+        .then(pl.max_horizontal("random_baseline", "majority_baseline"))
+        .otherwise(pl.col("random_baseline"))
+    )
 
 
 def _higher_is_better(metric: str) -> bool:

@@ -46,4 +46,31 @@ def tasks_with_local_data(
     ]
 
 
-__all__ = ["SKIPPED_ROWS", "TASKS_TABLE", "TASK_INFO", "TaskInfo", "tasks_with_local_data"]
+def evaluated_majority(entries: Collection[str], max_samples: int | None) -> dict[str, float]:
+    """`task|fewshot` -> the majority answer's share of the documents lighteval evaluates for it with
+    `max_samples` (`LightevalTask.get_docs`: the same shuffle and cut as a sweep's pipeline), for the choice tasks
+    (CF, MCF, HYBRID): the score table's `majority_baseline`, for a table made before a sweep recorded it.
+
+    The configs are built anew, so the data come from the mirror $FINETASKS_AFR_DATA_DIR names now; the documents
+    do not depend on the few-shot count (lighteval shuffles and cuts them before drawing examples)."""
+    import dataclasses
+
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    from finetasks_afr.benchmarks.common import CHOICE_FORMULATIONS, majority_share
+
+    wanted = {entry.split("|")[0] for entry in entries}
+    configs = {config.name: config for config in all_tasks() if config.name in wanted}
+    out = {}
+    for entry in entries:
+        name = entry.split("|")[0]
+        if name not in configs or TASK_INFO[name].formulation not in CHOICE_FORMULATIONS:
+            continue
+        docs = LightevalTask(dataclasses.replace(configs[name], num_fewshots=0)).get_docs(max_samples)
+        share = majority_share(docs)
+        if share is not None:
+            out[entry] = share
+    return out
+
+
+__all__ = ["SKIPPED_ROWS", "TASKS_TABLE", "TASK_INFO", "TaskInfo", "evaluated_majority", "tasks_with_local_data"]

@@ -61,7 +61,12 @@ SCHEMA: dict[str, pl.DataType] = {
     "random_baseline": pl.Float64(),
 }
 COLUMNS: tuple[str, ...] = tuple(SCHEMA)
-NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr", "random_baseline"})
+OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"majority_baseline": pl.Float64()}
+"""Columns a table may have and keeps when it has them. `majority_baseline`: the share of the evaluated documents
+whose gold is the most common answer (what a model giving one answer to every document scores), recorded by a
+sweep for multiple-choice tasks; non-randomness tests accuracy against the larger of it and random_baseline."""
+_TYPES: dict[str, pl.DataType] = {**SCHEMA, **OPTIONAL_SCHEMA}
+NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr", "random_baseline", *OPTIONAL_SCHEMA})
 NO_BASELINE_NOTE = "random_baseline may be empty only for lower-is-better metrics (perplexities)"
 KEY: tuple[str, ...] = ("run", "seed", "step", "task", "fewshot", "metric")
 CATEGORIES: tuple[str, ...] = ("GK", "RC", "RES", "NLU", "GEN")
@@ -171,7 +176,8 @@ def _select_columns(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, lis
             f"{source}: missing column(s) {', '.join(missing)}; the score table needs {_schema_help()}. "
             "fix: add the missing columns (nullable ones may be left empty)"
         )
-    return frame.select(COLUMNS), [c for c in frame.columns if c not in SCHEMA]
+    optional = [c for c in OPTIONAL_SCHEMA if c in frame.columns]
+    return frame.select(*COLUMNS, *optional), [c for c in frame.columns if c not in _TYPES]
 
 
 def _castable(dtype: pl.DataType) -> bool:
@@ -185,7 +191,7 @@ def _cast_expr(name: str, source_dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
     Integers may arrive as text `3.0` or as floats (what pandas writes for a nullable int column);
     they are accepted when whole. A NaN in a nullable integer column is pandas' null.
     """
-    col, target = pl.col(name), SCHEMA[name]
+    col, target = pl.col(name), _TYPES[name]
     if source_dtype == target:
         return col, pl.lit(False)
     if target == pl.Int64() and (source_dtype.is_float() or source_dtype == pl.String()):
@@ -206,25 +212,25 @@ def _cast_expr(name: str, source_dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
 
 def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     """Cast every column to its schema type; values that would be lost are an error, not a null."""
-    wrong = [c for c in COLUMNS if not _castable(frame.schema[c])]
+    wrong = [c for c in frame.columns if not _castable(frame.schema[c])]
     if wrong:
         raise ScoreTableError(
             f"{source}: column(s) {', '.join(f'{c!r} has type {frame.schema[c]}' for c in wrong)}; "
-            f"expected {', '.join(f'{c}: {SCHEMA[c]}' for c in wrong)}. fix: store plain values"
+            f"expected {', '.join(f'{c}: {_TYPES[c]}' for c in wrong)}. fix: store plain values"
         )
-    exprs = {c: _cast_expr(c, frame.schema[c]) for c in COLUMNS}
+    exprs = {c: _cast_expr(c, frame.schema[c]) for c in frame.columns}
     lost = frame.select(*(mask.sum().alias(c) for c, (_, mask) in exprs.items())).row(0, named=True)
     problems = []
-    for c in (c for c in COLUMNS if lost[c]):
+    for c in (c for c in frame.columns if lost[c]):
         bad = frame.filter(exprs[c][1])
         values = ", ".join(repr(v) for v in bad.get_column(c).unique(maintain_order=True).head(5))
         problems.append(
             _problem(
                 [c],
                 lost[c],
-                f"value(s) cannot be read as {SCHEMA[c]} (bad values: {values})",
+                f"value(s) cannot be read as {_TYPES[c]} (bad values: {values})",
                 _render_rows(bad, [c]),
-                f"write {'whole numbers' if SCHEMA[c] == pl.Int64() else 'numbers'} in '{c}'"
+                f"write {'whole numbers' if _TYPES[c] == pl.Int64() else 'numbers'} in '{c}'"
                 + (" or leave the cell empty" if c in NULLABLE else ""),
             )
         )
@@ -315,6 +321,8 @@ def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]
     """A NaN stderr is an unknown stderr, a NaN random_baseline no baseline: store them as null, counting them for
     the load report's note."""
     counts = {}
+    if "majority_baseline" in frame.columns:  # an unknown majority rate is no majority rate: not counted
+        frame = frame.with_columns(pl.col("majority_baseline").fill_nan(None))
     for column in ("stderr", "random_baseline"):
         counts[column] = int(frame.select(pl.col(column).is_nan().sum()).item())
         if counts[column]:
@@ -387,6 +395,21 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
             "store the metric itself (a perplexity, bits per byte or NLL is >= 0), not a log-probability or a "
             "difference; check the producer's sign",
         ),
+    ]
+
+
+def _optional_checks(columns: Sequence[str]) -> list[_Check]:
+    """Rules about the optional columns the frame has."""
+    if "majority_baseline" not in columns:
+        return []
+    majority = pl.col("majority_baseline")
+    return [
+        _Check(
+            ("majority_baseline",),
+            ~majority.is_finite() | (majority < 0) | (majority > 1),
+            "row(s) have a majority_baseline outside [0, 1]",
+            "store the share of evaluated documents the most common answer gets right, or leave it empty",
+        )
     ]
 
 
@@ -752,7 +775,9 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
         values = _distinct_text(frame)
     coded = _coded_key(frame, values)
     summaries = _summaries(coded, values)
-    _run_checks(frame, source, _metric_checks(values["metric"]) + _row_checks(), values)
+    _run_checks(
+        frame, source, _metric_checks(values["metric"]) + _row_checks() + _optional_checks(frame.columns), values
+    )
     _check_groups(frame, source, summaries)
     partial.checkpoints = (
         next(s for s in summaries if "tokens" in s.columns)

@@ -310,3 +310,21 @@ def generative_tasks(
                 )
             )
     return configs
+
+
+CHOICE_FORMULATIONS = ("CF", "MCF", "HYBRID")
+"""Formulations whose accuracy is the share of documents where the model picks the gold choice: a model giving one
+answer (one choice position) to every document scores the majority answer's share (`majority_share`)."""
+
+
+def majority_share(docs: list[Doc]) -> float | None:
+    """The share of `docs` whose gold includes the most common gold choice index: the accuracy of the best
+    constant answer, at least 1/k only on balanced gold. None without documents or gold indices."""
+    counts: Counter[int] = Counter()
+    for doc in docs:
+        gold = doc.gold_index
+        golds = {gold} if isinstance(gold, int) else set(gold or ())
+        counts.update(golds)
+    if not docs or not counts:
+        return None
+    return counts.most_common(1)[0][1] / len(docs)

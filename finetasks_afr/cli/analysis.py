@@ -268,7 +268,7 @@ def study_command(
 
     if reanalyse is not None:
         try:
-            reanalyse_study(reanalyse, out, log=lambda line: console.print(line))
+            reanalyse_study(reanalyse, out, log=lambda line: console.print(line), shared_data=shared_data)
         except FileNotFoundError as error:
             raise fail(str(error)) from error
         console.print(f"[green]wrote[/] {out}: selection/report.md, truth_check.csv (from {reanalyse})")

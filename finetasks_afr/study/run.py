@@ -251,9 +251,14 @@ def analyse_study(
     atomic_write_text(out / "truth.md", summarise_truth(check))
 
 
-def reanalyse_study(published: Path, out: Path, log: Callable[[str], None] = print) -> None:
+def reanalyse_study(
+    published: Path, out: Path, log: Callable[[str], None] = print, shared_data: Path | None = None
+) -> None:
     """Only the analysis, on a finished study's score table and record (`published`, e.g. docs/study): for a
-    change to the analysis, which needs neither training nor evaluation. Writes `out` as `run_study` would."""
+    change to the analysis, which needs neither training nor evaluation. Writes `out` as `run_study` would.
+
+    A table from before sweeps recorded `majority_baseline` gets it from the evaluated documents (`add_majority`),
+    when `shared_data` holds the raw releases to mirror."""
     from analysis.scores.read import read_scores
 
     published, out = Path(published), Path(out)
@@ -265,7 +270,33 @@ def reanalyse_study(published: Path, out: Path, log: Callable[[str], None] = pri
         for name in ("scores.parquet", "study.json"):
             shutil.copyfile(published / name, out / name)
     table, load_report = read_scores(out / "scores.parquet")
+    if "majority_baseline" not in table.columns and shared_data is not None and Path(shared_data).is_dir():
+        record = json.loads((out / "study.json").read_text(encoding="utf-8"))
+        add_majority(out / "scores.parquet", prepare_mirror(Path(shared_data), out), record["sizes"]["max_samples"])
+        log(f"recorded majority_baseline in {out / 'scores.parquet'} (from the evaluated documents)")
+        table, load_report = read_scores(out / "scores.parquet")
     analyse_study(table, load_report, StudySizes(), out, log)
+
+
+def add_majority(scores: Path, mirror: Path, max_samples: int | None) -> None:
+    """Rewrite the score table at `scores` with each choice task's `majority_baseline`: the majority answer's share
+    of the documents its sweep evaluated (the first `max_samples` of lighteval's shuffle, read from `mirror`)."""
+    import polars as pl
+
+    from analysis.scores.table import write_scores
+
+    os.environ[DATA_DIR_ENV] = str(Path(mirror).resolve())
+    from finetasks_afr.tasks import evaluated_majority
+
+    table = pl.read_parquet(scores)
+    entries = [
+        f"{task}|{fewshot}"
+        for task, fewshot in table.select("task", "fewshot").unique().sort("task", "fewshot").iter_rows()
+    ]
+    shares = evaluated_majority(entries, max_samples)
+    key = pl.concat_str(pl.col("task"), pl.lit("|"), pl.col("fewshot").cast(pl.String))
+    majority = key.replace_strict(shares, default=None, return_dtype=pl.Float64)
+    write_scores(table.with_columns(majority.alias("majority_baseline")), scores)
 
 
 def publish(out: Path, dest: Path) -> list[Path]:

@@ -46,7 +46,7 @@ from analysis.scores.lm_eval import (
     unknown_tasks,
 )
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
+from analysis.scores.table import OPTIONAL_SCHEMA, SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 
@@ -89,6 +89,7 @@ class _ResultFile:
     from_sweep: bool = False  # a sweep part: its run was named at discovery, not read from a path
     notes: list[str] = field(default_factory=list)  # what reading it left out
     tokens_from: str = ""  # where the checkpoint's token count came from, for conflict messages
+    majority: dict[str, float] = field(default_factory=dict)  # task|fewshot -> majority answer's share (a sweep's)
 
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
@@ -165,6 +166,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     manifest_path = path.parent / PART_MANIFEST
     info: dict[str, TaskInfo] = {}
     settings = None
+    majority: dict[str, float] = {}
     if path.name == "results.json" and manifest_path.is_file():
         manifest = _load_json(manifest_path)
         try:
@@ -174,6 +176,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
             raise CollectError(f"{manifest_path}: not a sweep part manifest ({error})") from error
         order = str(manifest.get("finished", ""))
         settings = part_settings(manifest)
+        majority = _majority(manifest, manifest_path)
         if tokens_per_step is not None:  # the explicit option wins over what the sweep recorded
             checkpoint = replace(checkpoint, tokens=tokens_per_step * checkpoint.step)
         origin = tokens_origin(checkpoint, tokens_per_step) if tokens_per_step is not None else str(manifest_path)
@@ -183,7 +186,19 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
         order = stamp.group(1) if stamp else ""
         origin = tokens_origin(checkpoint, tokens_per_step)
     from_sweep = manifest_path.is_file() and path.name == "results.json"
-    return _ResultFile(path, checkpoint, results, info, order, settings, tokens_from=origin, from_sweep=from_sweep)
+    return _ResultFile(
+        path, checkpoint, results, info, order, settings, tokens_from=origin, from_sweep=from_sweep, majority=majority
+    )
+
+
+def _majority(manifest: dict, path: Path) -> dict[str, float]:
+    """The part's `majority_baseline` entries (absent in a part written before they were recorded)."""
+    found = manifest.get("majority_baseline") or {}
+    if not isinstance(found, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v <= 1 for v in found.values()
+    ):
+        raise CollectError(f"{path}: majority_baseline is not a mapping of task|fewshot to a share in [0, 1]")
+    return {str(k): float(v) for k, v in found.items()}
 
 
 def _check_results(path: Path, results: dict) -> None:
@@ -241,6 +256,7 @@ def _rows(
                     "score": math.nan if score is None else score,
                     "stderr": None if stderr is None or math.isnan(stderr) else stderr,
                     "random_baseline": float(info.random_baseline),
+                    "majority_baseline": result.majority.get(key),
                 }
             )
     return rows
@@ -318,7 +334,7 @@ def collect(
         check_token_counts(((r.checkpoint, str(r.path), r.tokens_from) for r in contributing), source)
     except ScoreTableError as error:
         raise CollectError(str(error)) from error
-    frame = pl.DataFrame(rows, schema=SCHEMA)
+    frame = pl.DataFrame(rows, schema={**SCHEMA, **OPTIONAL_SCHEMA})
     report.files = len(parsed)
     report.notes += list(dict.fromkeys(note for result in parsed for note in result.notes))  # once, not per file
     report.notes += token_override_note((r.checkpoint for r in parsed), tokens_per_step)

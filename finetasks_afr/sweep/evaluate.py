@@ -521,6 +521,7 @@ class Evaluator:
                 )
             pipeline = self._pipeline(pending, model, tracker)
             documents = sum(len(docs) for docs in getattr(pipeline, "documents_dict", {}).values())
+            majority = self._majority(getattr(pipeline, "documents_dict", {}))
             pipeline.evaluate()
             with phases.phase(phases.RESULTS_FILE):
                 if self.spec.save_details:
@@ -535,7 +536,7 @@ class Evaluator:
                 part = self._stage_part(staging, checkpoint, pending)
                 seconds = dict(clock.seconds)  # the manifest's timing: all but its own writing and the commit
                 timing = self._timing(time.perf_counter() - started, load_seconds, timer, seconds, documents)
-                self._write_manifest(part, checkpoint, pending, timing)
+                self._write_manifest(part, checkpoint, pending, timing, majority)
                 self.store.commit(part, checkpoint, part_name)
         timing = self._timing(time.perf_counter() - started, load_seconds, timer, clock.stop(), documents)
         return Outcome(checkpoint, "evaluated", "", pending, timing, part_name)
@@ -701,13 +702,31 @@ class Evaluator:
                 out[entry.split("|")[0]] = {name: getattr(info, name) for name in TASK_INFO_FIELDS}
         return out
 
-    def _write_manifest(self, part: Path, checkpoint: Checkpoint, pending: list[str], timing: Timing) -> None:
+    def _majority(self, documents: dict[str, list]) -> dict[str, float]:
+        """`task|fewshot` -> the majority answer's share of its evaluated documents, for the choice tasks (CF, MCF,
+        HYBRID) of the custom module's TASK_INFO: the score table's `majority_baseline`."""
+        from finetasks_afr.benchmarks.common import CHOICE_FORMULATIONS, majority_share
+
+        known = getattr(self.custom_module, "TASK_INFO", None) or {}
+        out = {}
+        for full_name, docs in documents.items():
+            info = known.get(full_name.split("|")[0])
+            if info is not None and info.formulation in CHOICE_FORMULATIONS:
+                share = majority_share(list(docs))
+                if share is not None:
+                    out[full_name] = share
+        return out
+
+    def _write_manifest(
+        self, part: Path, checkpoint: Checkpoint, pending: list[str], timing: Timing, majority: dict[str, float]
+    ) -> None:
         import lighteval
 
         manifest = {
             "checkpoint": checkpoint.to_json(),
             "tasks": pending,
             "task_info": self._task_info(pending),
+            "majority_baseline": majority,
             "model_args": self.spec.model_args(),
             "settings": self.spec.settings(),
             "engine": self.spec.engine if self.spec.backend == "accelerate" else None,
