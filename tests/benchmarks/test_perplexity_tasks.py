@@ -7,8 +7,8 @@
   with a README, tiny Llama saved to disk, max_length smaller than the longest text) must report exactly the
   word_perplexity / byte_perplexity / bits_per_byte computed by hand from log_softmax over direct forward passes;
   with `compat.restore()` the stock lighteval crashes or scores with the logits of the wrong position.
-- The analysis keeps a perplexity task whose bits_per_byte falls steadily (lower is better; non-randomness not
-  applicable: no random baseline) and drops a flat, noisy one, and writes the kept one into the suite files.
+- The analysis keeps a perplexity task whose bits_per_byte falls steadily (lower is better; against the uniform byte
+  model's 8 bits, and separating the runs) and drops a flat, noisy one, and writes the kept one into the suite files.
 - End to end: a perplexity task on a tiny checkpoint, its lighteval results collected into the score table.
 """
 
@@ -615,25 +615,29 @@ def ppl_selection():
 def test_selection_keeps_a_falling_perplexity_and_drops_a_flat_one(ppl_selection):
     config, table, report, result = ppl_selection
     ppl = table.filter(pl.col("formulation") == "PPL")
-    assert ppl.height and ppl.get_column("random_baseline").null_count() == ppl.height
-    assert any("NaN random_baseline values to null" in note for note in report.notes)
+    baselines = dict(ppl.group_by("metric").agg(pl.col("random_baseline").unique()).iter_rows())
+    # the uniform byte model's 8 bits per byte (byte perplexity 256); a word perplexity has no such level
+    assert baselines == {"bits_per_byte": [8.0], "byte_perplexity": [256.0], "word_perplexity": [None]}
+    assert any("gave 180 bits_per_byte row(s) without a random baseline" in note for note in report.notes)
     chosen = {row["task"]: row for row in result.selection.decisions.filter(pl.col("chosen")).iter_rows(named=True)}
 
     learning = chosen["flores_ppl_yor"]
     assert learning["kept"] and learning["monotonicity"] == pytest.approx(1.0)  # falling = improving
-    assert learning["non_random_pass"] is None and learning["non_random_applicable"] is False
-    assert learning["non_random_sigmas"] is None and learning["non_random_distance"] is None
+    assert learning["metric"] == "bits_per_byte" and learning["non_random_pass"] is True
     assert learning["reason"].startswith("kept: monotonicity 1.00 >= 0.5; snr ")
-    assert "non-random not applicable (no random baseline)" in learning["reason"]
+    assert "sigma above random > 3" in learning["reason"] and "runs separated" in learning["reason"]
 
     flat = chosen["belebele_ppl_yor"]
     assert not flat["kept"] and flat["monotonicity"] < config.monotonicity.min and flat["snr"] < config.snr.min
     assert flat["reason"].startswith("dropped: monotonicity ") and " < 20.0 (seed)" in flat["reason"]
-    assert "random" not in flat["reason"]  # not applicable is no reason to drop
 
     accuracy = chosen["sib200_yor_cf"]  # an ordinary task still gets its non-randomness check
     assert accuracy["kept"] and accuracy["non_random_applicable"] is True and accuracy["non_random_pass"] is True
-    assert result.ranking is not None  # perplexities stay out of the rescaled averages; the accuracy ranks runs
+    # both kept tasks enter yor's score, bits per byte rescaled on its 8 bits: the runs ordered by their offsets
+    assert result.ranking is not None
+    scores = result.ranking.language_scores
+    assert scores.get_column("kind").to_list() == ["rescaled"] * 3
+    assert scores.get_column("run").to_list() == ["mix-c", "mix-b", "mix-a"]
 
 
 def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_path):
@@ -660,7 +664,7 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
 def test_table_allows_no_baseline_only_for_lower_is_better_metrics(tmp_path):
     from analysis.scores.table import ScoreTableError, read_task_info, validate
 
-    base = _row("r", 1, 100, "flores_ppl_yor", "PPL", "GEN", "bits_per_byte", 2.5, None)
+    base = _row("r", 1, 100, "flores_ppl_yor", "PPL", "GEN", "word_perplexity", 2.5, None)
     table, _ = validate(pl.DataFrame([base]), source="t")
     assert table.get_column("random_baseline").to_list() == [None]
     accuracy = _row("r", 1, 100, "sib200_yor_cf", "CF", "NLU", "acc", 0.5, math.nan)
@@ -712,7 +716,8 @@ def test_end_to_end_perplexity_results_collect_into_the_score_table(
         assert (row["run"], row["seed"], row["step"], row["tokens"]) == ("mix-a", 1, 200, 200_000)
         assert (row["task"], row["benchmark"], row["language"]) == ("flores_ppl_yor", "flores_ppl", "yor")
         assert (row["category"], row["formulation"], row["fewshot"]) == ("GEN", "PPL", 0)
-        assert row["random_baseline"] is None
+        chance = {"bits_per_byte": 8.0, "byte_perplexity": 256.0}.get(row["metric"])  # uniform byte model
+        assert row["random_baseline"] == chance, row["metric"]
         assert row["score"] == pytest.approx(expected[row["metric"]], rel=TOL), row["metric"]
     assert Counter(table.get_column("metric")) == Counter(perplexity.METRIC_NAMES)
 
