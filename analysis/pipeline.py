@@ -99,6 +99,9 @@ def run_selection(
         streamed = analyse_scan(
             scan, config, with_ci=True, partition_rows=partition_rows, workers=workers, progress=progress
         )
+        window = consistency_window_note(pl.scan_parquet(scan.path), config)
+        if window is not None and streamed.load_report is not None:
+            streamed.load_report.notes.append(window)
         result = Analysis(streamed.signal, streamed.selection, streamed.ranking, english_gap_of_scan(scan, config))
         written, figure_paths, html = _write_selection(
             scan, streamed.load_report, config, result, staging, figures, progress, workers
@@ -117,6 +120,25 @@ def run_selection(
         {key: final(path) for key, path in html.items()},
         [final(path) for path in written],
         streamed.load_report,
+    )
+
+
+def consistency_window_note(table: pl.LazyFrame, config: Config) -> str | None:
+    """What to change when the consistency window begins past the table's last checkpoint (a small ablation under
+    FineTasks' 15B tokens), or None when it does not. The proposed value is half of the largest token count: the
+    second half of training, as FineTasks' 15B is the second half of its 30B-token runs."""
+    cfg = config.consistency
+    if cfg.min_step is not None or cfg.min_tokens <= 0:
+        return None
+    largest = table.select(pl.col("tokens").max()).collect().item()
+    if largest is None or largest > cfg.min_tokens:
+        return None
+    half = int(largest) // 2
+    return (
+        f"consistency: its window begins past {cfg.min_tokens:,} tokens ([consistency] min_tokens), but the "
+        f"table's last checkpoint has {int(largest):,} tokens, so no task's consistency can be measured. For a "
+        f"run this small, measure it over the second half of training as FineTasks does (15B of 30B): a --config "
+        f"file with [consistency] min_tokens = {half:_}"
     )
 
 

@@ -38,6 +38,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import LogFormatter
 
 from analysis.base.io import atomic_write
 from analysis.report import consistency_order
@@ -448,6 +449,14 @@ def _place_labels(ax: Axes, labels: list[tuple[float, float, str]], x_mid: float
         )
 
 
+class _PlainLogFormatter(LogFormatter):
+    """Log-axis labels as plain numbers ("40", "200", "0.5"), not matplotlib's "4×10¹": an SNR axis read by people
+    who compare it with a threshold of 20."""
+
+    def _num_to_string(self, x: float, vmin: float, vmax: float) -> str:
+        return f"{x:g}"
+
+
 def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: float, snr_min: float) -> None:
     monos = [_finite(r.get("monotonicity")) for r in picked]
     snrs = [_finite(r.get("snr")) for r in picked]
@@ -461,6 +470,8 @@ def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: floa
     x_lo = max(-1.05, min([*xs_known, monotonicity_min]) - 0.1)
     x_edge = x_lo
     ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(_PlainLogFormatter())
+    ax.yaxis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.4)))
     ax.set_xlim(x_lo - 0.06, 1.06)
     ax.set_ylim(y_lo / 1.5, y_hi)
 

@@ -425,6 +425,14 @@ def _esc(text: object) -> str:
     return text if isinstance(text, _Raw) else html.escape(str(text), quote=True)
 
 
+def _prose(text: str) -> _Raw:
+    """Report prose as HTML: escaped, its Markdown code spans (`x`) as <code>, as the Markdown report shows them."""
+    parts = _esc(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no code span
+        return _Raw(_esc(text))
+    return _Raw("".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts)))
+
+
 def _code(text: str) -> _Raw:
     return _Raw(f"<code>{_esc(text)}</code>")
 
@@ -492,7 +500,7 @@ def _html_ranking(result: AggregateResult, figures: dict[str, Path], out_dir: Pa
     numeric = range(1, len(header) - 1)
     parts = [
         '<h2 id="ranking-section">Multilingual ranking</h2>',
-        f'<p class="note">{_esc(RANKING_TEXT)}</p>',
+        f'<p class="note">{_prose(RANKING_TEXT)}</p>',
         _html_table(header, [[_code(r[0]), *r[1:]] for r in rows], table_id="ranking", numeric=numeric),
         _figure(figures, "ranking", out_dir, "final ranking: mean rank per run and score per language")
         if figure
@@ -517,7 +525,7 @@ def _html_gap(gap: EnglishGap, decisions: pl.DataFrame, config: Config, figures:
     rows = [[_code(r["benchmark"]), *gap_cells(r)[1:]] for r in display_rows(gap, decisions).to_dicts()]
     parts = [
         f'<h2 id="english-gap-section">{_esc(GAP_TITLE)}</h2>',
-        f'<p class="note">{_esc(gap_text(config))}</p>',
+        f'<p class="note">{_prose(gap_text(config))}</p>',
         _html_table(GAP_HEADER, rows, table_id="english-gap", numeric=(4, 5, 6, 7)),
     ]
     for key in sorted(k for k in figures if k.startswith("english_gap_")):
@@ -544,7 +552,7 @@ def _html_index(
         f"<p>Source: {_esc(load_report.summary())}</p>",
         f"<p>{chosen.height} tasks, {decisions.height} (task, metric) candidates, {len(languages)} languages; "
         f"<strong>{selection.kept.height} tasks kept</strong>.</p>",
-        f'<p class="note">{_esc(_method_text(config))}</p>',
+        f'<p class="note">{_prose(_method_text(config))}</p>',
         "<h2>Languages</h2>",
         "<p>Each language has its own page: kept and dropped tasks with their reason and margin, criteria "
         "and training-curve figures.</p>",
@@ -575,7 +583,7 @@ def _html_consistency(
     classes = ["kept" if r["kept"] else "dropped" for r in ordered]
     return [
         f'<h2 id="consistency-section">{_esc(CONSISTENCY_TITLE)}</h2>',
-        f'<p class="note">{_esc(consistency_text(config))}</p>',
+        f'<p class="note">{_prose(consistency_text(config))}</p>',
         _html_table(CONSISTENCY_HEADER, cells, table_id="consistency", row_classes=classes, numeric=(3,)),
         _figure(
             figures,

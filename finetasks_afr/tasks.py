@@ -19,8 +19,10 @@ from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, TaskInfo
 from finetasks_afr.prompts import fewshot
 from finetasks_afr.prompts.literals import register_literals
 from finetasks_afr.scoring import compat, partial_scoring
+from finetasks_afr.scoring.lighteval_runtime import silence_torch_dtype_deprecation
 
 compat.apply()
+silence_torch_dtype_deprecation()
 fewshot.apply()
 partial_scoring.apply()
 register_literals()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -211,3 +212,22 @@ def timed_tracker_class() -> type:
             self.details_logger = TimedDetailsLogger()
 
     return TimedTracker
+
+
+TORCH_DTYPE_DEPRECATION = "`torch_dtype` is deprecated! Use `dtype` instead!"
+
+
+class _DropTorchDtypeDeprecation(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != TORCH_DTYPE_DEPRECATION
+
+
+def silence_torch_dtype_deprecation() -> None:
+    """Drop transformers' "`torch_dtype` is deprecated" warning, which lighteval 0.13 causes by loading every model
+    with `from_pretrained(torch_dtype=...)` (`TransformersModel._create_auto_model`): the project's own loads pass
+    `dtype=` (`finetasks_afr.scoring.core`), so the line blames the user for code they cannot change. Only that
+    exact message is dropped; every other transformers warning still shows. Idempotent."""
+    for name in ("transformers.modeling_utils", "transformers.configuration_utils"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropTorchDtypeDeprecation) for f in logger.filters):
+            logger.addFilter(_DropTorchDtypeDeprecation())

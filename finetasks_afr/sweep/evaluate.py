@@ -626,6 +626,9 @@ class Evaluator:
         pipeline.final_dict = None
 
     def _load_model(self, checkpoint: Checkpoint) -> LightevalModel:
+        from finetasks_afr.scoring.lighteval_runtime import silence_torch_dtype_deprecation
+
+        silence_torch_dtype_deprecation()  # lighteval's from_pretrained(torch_dtype=...), whatever the task module
         if self.spec.backend == "accelerate" and self.spec.engine == "finetasks":
             from lighteval.models.transformers.transformers_model import TransformersModelConfig
 

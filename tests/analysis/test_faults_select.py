@@ -495,3 +495,23 @@ def test_read_only_out_is_refused_before_any_work(tmp_path: Path, command: str) 
         for needle in (str(parent), "not writable", "choose a writable directory"):
             assert _squeezed(needle) in _squeezed(output), (needle, output)
         assert list(parent.iterdir()) == []
+
+
+def test_a_small_ablation_under_finetasks_default_window_is_told_which_key_to_change(tmp_path: Path) -> None:
+    """The demo's runs end at 1,638,400 tokens; FineTasks' window begins past 15B: a new user got "no pair of
+    consecutive checkpoints past 15,000,000,000 tokens" on every task and nothing else (issue 40)."""
+    from analysis.config import load_config
+    from analysis.pipeline import consistency_window_note
+    from analysis.scores.read import read_scores
+
+    default_config = Path(__file__).resolve().parents[2] / "analysis" / "default_config.toml"
+    result = _invoke("select", str(BUNDLED_SWEEP), "--out", str(tmp_path / "out"), "--no-figures",
+                     "--config", str(default_config))  # fmt: skip
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "its window begins past 15,000,000,000 tokens ([consistency] min_tokens)" in said, said
+    assert "last checkpoint has 1,638,400 tokens" in said and "[consistency] min_tokens = 819_200" in said, said
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert "[consistency] min_tokens = 819_200" in report
+    table, _ = read_scores(BUNDLED_SWEEP)
+    assert consistency_window_note(table.lazy(), load_config(BUNDLED_CONFIG)) is None  # the demo's own window fits

@@ -391,3 +391,22 @@ def test_figures_in_threads_match_sequential(tmp_path: Path) -> None:
         paths = list(pool.map(lambda i: plot_ranking(ranking, tmp_path / f"t{i}.png"), range(4)))
     assert all(p.read_bytes() == reference for p in paths)
     assert_no_pyplot_figures()
+
+
+def test_the_snr_log_axis_labels_plain_numbers() -> None:
+    # a new user read "4×10¹" on the criteria figure's SNR axis (issue 40): within one decade the labels are "40"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from analysis.plots import _draw_scatter
+
+    picked = [{"task": f"t{i}", "_label": f"t{i}", "kept": True, "monotonicity": 0.8, "snr": snr}
+              for i, snr in enumerate((25.0, 60.0))]  # fmt: skip
+    figure = Figure()
+    FigureCanvasAgg(figure)
+    ax = figure.subplots()
+    _draw_scatter(ax, picked, 0.5, 20.0)
+    figure.canvas.draw()
+    labels = [t.get_text() for t in [*ax.get_yticklabels(), *ax.get_yticklabels(minor=True)] if t.get_text()]
+    assert labels and "20" in labels, labels
+    assert not any("\\times" in label or "×" in label or "$" in label for label in labels), labels

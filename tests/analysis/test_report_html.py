@@ -159,6 +159,25 @@ def test_language_page_has_kept_and_dropped_with_reason_and_margin(demo: tuple, 
     assert "ranking" in page.tables and "language-runs" in page.tables
 
 
+def test_code_spans_in_prose_are_code_not_backticks(demo: tuple, tmp_path: Path) -> None:
+    # a new user saw "defined in `docs/statistics.md`" with its backticks on the HTML page (issue 40)
+    index = _pages(demo, tmp_path)["report.html"]
+    assert "<code>docs/statistics.md</code>" in index
+    paragraphs = re.findall(r'<p class="note">(.*?)</p>', index, flags=re.S)
+    assert paragraphs and not any("`" in paragraph for paragraph in paragraphs)
+
+
+def test_language_runs_show_intervals_and_ties_within_noise(demo: tuple, tmp_path: Path) -> None:
+    page = _parse(_pages(demo, tmp_path)[html_page_name("qab")])
+    header, *rows = page.tables["language-runs"]
+    assert header == ["run", "score (qab) [95% CI]", "scale", "rank (1 = best)", "tied within noise with"]
+    assert all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", row[1]) for row in rows), rows
+    pairs = demo[3].ranking.language_pairs.filter(pl.col("language") == "qab")
+    tied = {(a, b) for a, b, resolved in pairs.select("run_a", "run_b", "resolved").iter_rows() if not resolved}
+    shown = {(row[0], other) for row in rows for other in row[4].split(",") if row[4] != "none"}
+    assert shown == tied | {(b, a) for a, b in tied}
+
+
 def test_text_is_escaped(demo: tuple, tmp_path: Path) -> None:
     table, load_report, config, _ = demo
     evil = "demo<b>facts</b>&_qab_cf"
