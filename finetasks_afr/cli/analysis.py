@@ -25,6 +25,7 @@ from finetasks_afr.cli.common import (
     console,
     fail,
     output_failure,
+    print_table,
     require_analysis_out,
     waiting_note,
     wrote_line,
@@ -166,7 +167,7 @@ def _print_summary(decisions: pl.DataFrame) -> None:
         kept = rows.filter(pl.col("kept"))
         names = ", ".join(f"{t} ({m})" for t, m in kept.select("task", "metric").sort("task").iter_rows())
         table.add_row(str(language), str(kept.height), str(rows.height), names)
-    console.print(table)
+    print_table(table)
 
 
 def aggregate_command(
@@ -201,7 +202,7 @@ def aggregate_command(
     for row in result.ranking.iter_rows(named=True):
         view.add_row(row["run"], f"{row['mean_rank']:.2f}", f"{row['borda']:.1f}", f"{row['mean_win_rate']:.2f}",
                      row["missing_languages"] or "")  # fmt: skip
-    console.print(view)
+    print_table(view)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {note}")
     console.print(f"[green]wrote[/] {out}: ranking.csv, language_scores.csv, aggregated_tasks.csv")

@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from analysis.base.io import OutputDirectoryError
 from analysis.base.write_errors import ANYWHERE_ERRNOS, refused_write
@@ -25,6 +26,16 @@ TOKENS_PER_STEP_HELP = (
     "Tokens per training step: every checkpoint's tokens = this x step, overriding the num_input_tokens_seen "
     "of trainer_state.json (the output says so). Default: the counts the trainer recorded (none for hub revisions)."
 )
+
+
+def print_table(table: Table) -> None:
+    """A table on the console, whole: on a terminal as rich lays it out, and in a file or pipe (where rich would
+    assume 80 columns and cut cells with "…") as wide as its longest row."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    width = Console(width=1_000_000).measure(table).maximum
+    Console(file=console.file, width=max(width, 80), no_color=console.no_color).print(table)
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from finetasks_afr.cli.common import console, fail, named_write_errors, require_output_dir
+from finetasks_afr.cli.common import console, fail, named_write_errors, print_table, require_output_dir
 from finetasks_afr.data.sources import DATA_DIR_ENV, SOURCES
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def _show(report: MirrorReport) -> None:
     for name, n_configs, n_rows, n_skipped in report.per_dataset():
         table.add_row(name, str(n_configs), str(n_rows), str(n_skipped))
     table.add_row("total", "", str(report.rows()), str(report.skipped()), style="bold")
-    console.print(table)
+    print_table(table)
     for name, configs in report.counts.items():
         for config, splits in configs.items():
             for split, count in splits.items():
@@ -127,7 +127,7 @@ def sources_command() -> None:
     for key, src in SOURCES.items():
         repo, _ = hf_location(key)
         table.add_row(key, src.hub_repo, src.revision or "-", " ".join(src.splits), repo)
-    console.print(table)
+    print_table(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from finetasks_afr.cli.common import (
     console,
     fail,
     named_write_errors,
+    print_table,
     require_device,
     require_model_location,
     require_output_dir,
@@ -104,7 +105,7 @@ def _summary(prepared: LongPPLFile, out: Path) -> None:
     for name in ("key_source_paragraphs", "below_threshold", "aligned_to_first_paragraph", "shared_target_paragraph",
                  "source_paragraphs_too_long"):  # fmt: skip
         table.add_row(name.replace("_", " "), str(stats[name]))
-    console.print(table)
+    print_table(table)
     console.print(
         f"evaluate with [bold]{DIR_ENV}={out.resolve()}[/] and the task [bold]longppl_{prepared.language}|0[/]"
     )

@@ -10,6 +10,8 @@ exactly as a machine with hub access would.
 
 from __future__ import annotations
 
+import os
+
 import json
 import re
 from pathlib import Path
@@ -215,3 +217,22 @@ def test_every_task_names_a_published_repository_config_and_splits(hub_tasks: li
         assert used <= published, (config.name, used, published)
         if card.get("revision"):
             assert SOURCES[TASK_INFO[config.name].dataset].revision == card["revision"], config.name
+
+
+def test_data_sources_printed_to_a_pipe_is_not_cut() -> None:
+    """Piped to a file or `less`, rich assumed 80 columns and printed "afridiacriti…" (issue 40): every key, repo and
+    revision must come out whole."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from finetasks_afr.data.sources import SOURCES
+
+    cli = str(Path(sys.executable).parent / "finetasks-afr")
+    done = subprocess.run([cli, "data", "sources"], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COLUMNS": "", "TERM": "dumb"})  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = done.stdout + done.stderr
+    assert "…" not in printed
+    for key, source in SOURCES.items():
+        assert f" {key} " in printed and source.hub_repo in printed and (source.revision or "-") in printed
