@@ -10,9 +10,8 @@ exactly as a machine with hub access would.
 
 from __future__ import annotations
 
-import os
-
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
