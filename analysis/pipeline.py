@@ -17,7 +17,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.aggregate import AggregateResult, aggregate, rankable, write_ranking
+from analysis.aggregate import AggregateError, AggregateResult, aggregate, rankable, write_ranking
 from analysis.base.io import (
     OUTPUT_MARKER,
     TMP_SUFFIX,
@@ -123,6 +123,14 @@ def run_selection(
     )
 
 
+NOTHING_KEPT = (
+    "the selection keeps no task of this table, so there is nothing to rank the runs on. `finetasks-afr select` "
+    "writes each task's reason (report.md, decisions.csv). To rank anyway: relax the criteria that fail with a "
+    "--config file (for a small ablation usually [consistency] min_tokens and [snr] min), or choose the tasks "
+    "yourself: a decisions CSV (task,fewshot,metric,kept) with kept=true on them, passed as --decisions"
+)
+
+
 def consistency_window_note(table: pl.LazyFrame, config: Config) -> str | None:
     """What to change when the consistency window begins past the table's last checkpoint (a small ablation under
     FineTasks' 15B tokens), or None when it does not. The proposed value is half of the largest token count: the
@@ -220,6 +228,8 @@ def run_aggregate(
         else:
             chosen = decisions.filter(pl.col("kept")).select("task", "fewshot", "metric")
         if result is None:
+            if chosen.is_empty():
+                raise AggregateError(NOTHING_KEPT)
             result, _ = rank_scan(scan, chosen, config, partition_rows=partition_rows, workers=workers)
         written = [write_ranking(result, staging), staging / "language_scores.csv", staging / "language_pairs.csv"]
         written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))

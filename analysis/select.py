@@ -400,7 +400,10 @@ def read_decisions(path: Path, tasks: set[str] | None = None) -> pl.DataFrame:
     frame = frame.with_columns(_parse_kept(frame, path), _parse_fewshot(frame, path))
     kept = frame.filter(pl.col("kept"))
     if kept.is_empty():
-        raise DecisionsError(f"decisions file {path} keeps no task (no row has kept=true); nothing to rank")
+        raise DecisionsError(
+            f"decisions file {path} keeps no task (no row has kept=true); nothing to rank. Set kept=true on the "
+            "tasks to rank the runs on, or relax the criteria with a --config file and select again"
+        )
     unknown = sorted(set(kept.get_column("task").to_list()) - tasks) if tasks is not None else []
     if unknown:
         shown = ", ".join(unknown[:10]) + (f", ... ({len(unknown)} in all)" if len(unknown) > 10 else "")

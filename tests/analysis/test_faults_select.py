@@ -515,3 +515,14 @@ def test_a_small_ablation_under_finetasks_default_window_is_told_which_key_to_ch
     assert "[consistency] min_tokens = 819_200" in report
     table, _ = read_scores(BUNDLED_SWEEP)
     assert consistency_window_note(table.lazy(), load_config(BUNDLED_CONFIG)) is None  # the demo's own window fits
+
+
+def test_aggregate_with_nothing_kept_says_what_the_user_can_do(tmp_path: Path) -> None:
+    """Before: `the selection is empty: select at least one (task, fewshot, metric)`, which names no way out."""
+    strict = tmp_path / "strict.toml"
+    strict.write_text("[snr]\nmin = 1e9\n", encoding="utf-8")
+    result = _invoke("aggregate", str(BUNDLED_SWEEP), "--out", str(tmp_path / "agg"), "--config", str(strict))
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "keeps no task of this table" in said and "--decisions" in said and "--config" in said, said
+    assert not (tmp_path / "agg" / "ranking.csv").exists()
