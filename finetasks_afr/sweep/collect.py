@@ -335,6 +335,8 @@ def collect(
     except ScoreTableError as error:
         raise CollectError(str(error)) from error
     frame = pl.DataFrame(rows, schema={**SCHEMA, **OPTIONAL_SCHEMA})
+    if frame.get_column("majority_baseline").null_count() == frame.height:  # no sweep part recorded it
+        frame = frame.drop("majority_baseline")
     report.files = len(parsed)
     report.notes += list(dict.fromkeys(note for result in parsed for note in result.notes))  # once, not per file
     report.notes += token_override_note((r.checkpoint for r in parsed), tokens_per_step)
