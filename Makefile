@@ -82,7 +82,7 @@ report: install
 ## Notebooks: execute headless into out/notebooks/ (the committed files stay stripped), then check they are.
 NOTEBOOKS ?= $(wildcard notebooks/*.ipynb)
 notebooks: install
-	FINETASKS_AFR_SCORES="$(SCORES)" $(PY) notebooks/nbtools.py run $(NOTEBOOKS) --out out/notebooks
+	FINETASKS_AFR_SCORES="$(if $(SCORES),$(abspath $(SCORES)))" $(PY) notebooks/nbtools.py run $(NOTEBOOKS) --out out/notebooks
 	$(PY) notebooks/nbtools.py check $(NOTEBOOKS)
 
 ## Remove outputs from the notebooks before committing them.

@@ -19,10 +19,11 @@ from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, TaskInfo
 from finetasks_afr.prompts import fewshot
 from finetasks_afr.prompts.literals import register_literals
 from finetasks_afr.scoring import compat, partial_scoring
-from finetasks_afr.scoring.lighteval_runtime import silence_torch_dtype_deprecation
+from finetasks_afr.scoring.lighteval_runtime import one_line_data_errors, silence_torch_dtype_deprecation
 
 compat.apply()
 silence_torch_dtype_deprecation()
+one_line_data_errors()
 fewshot.apply()
 partial_scoring.apply()
 register_literals()

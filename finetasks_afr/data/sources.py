@@ -280,10 +280,49 @@ def load_arguments(path: str, name: str | None = None, revision: str | None = No
     return arguments
 
 
+class UnreachableDataError(ConnectionError):
+    """A task's data is in no local mirror and the hub is switched off: the one-line message says which and what to
+    do (`unreachable_reason`)."""
+
+
+def hub_offline() -> bool:
+    """Whether the hub is switched off for datasets (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE set to a true value)."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))  # fmt: skip
+
+
+def unreachable_reason(hf_repo: str) -> str | None:
+    """Why data at `hf_repo` (a task config's location: a mirror folder or a hub repository) cannot be read here,
+    or None when it can or might: a local folder, the hub switched on (a failure is then the network's, named by
+    `datasets`), or the repository in the local hub cache."""
+    if Path(hf_repo).is_dir() or not hub_offline():
+        return None
+    from huggingface_hub import constants
+
+    if (Path(constants.HF_HUB_CACHE) / f"datasets--{hf_repo.replace('/', '--')}").is_dir():
+        return None
+    mirror = data_dir()
+    where = f"not in the mirror at {mirror}" if mirror else f"no mirror configured (${DATA_DIR_ENV} unset)"
+    return (
+        f"hub-only ({hf_repo}), {where}, and the hub is off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE); run online "
+        "once (the hub cache then serves it offline) or drop it"
+    )
+
+
+def unreachable_tasks(locations: Mapping[str, str]) -> list[str]:
+    """ "task: reason" for every task (name -> its config's hf_repo) whose data cannot be read here."""
+    return [f"{task}: {reason}" for task, repo in locations.items() if (reason := unreachable_reason(repo)) is not None]
+
+
 def load_dataset(path: str, name: str | None = None, revision: str | None = None, **kwargs: Any) -> Any:
     """`datasets.load_dataset` for config `name` of `path` at `revision`, read as its source is published
-    (:func:`load_arguments`); other keyword arguments (`split`, `cache_dir`, ...) are passed on."""
+    (:func:`load_arguments`); other keyword arguments (`split`, `cache_dir`, ...) are passed on.
+    UnreachableDataError, in one line, when the data is in no mirror and the hub is off."""
     import datasets
+
+    reason = unreachable_reason(path)
+    if reason is not None:
+        raise UnreachableDataError(f"{path}{'' if name is None else f' ({name})'}: {reason}")
 
     return datasets.load_dataset(**load_arguments(path, name, revision), **kwargs)
 

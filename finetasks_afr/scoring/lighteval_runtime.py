@@ -231,3 +231,51 @@ def silence_torch_dtype_deprecation() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropTorchDtypeDeprecation) for f in logger.filters):
             logger.addFilter(_DropTorchDtypeDeprecation())
+
+
+def one_line_data_errors() -> None:
+    """Under plain `lighteval accelerate --custom-tasks finetasks_afr/tasks.py`, a task whose data is in no mirror
+    while the hub is off ends in its one-line reason (`UnreachableDataError`) and exit code 1, not in a 138-line
+    traceback through lighteval and datasets. Every other uncaught exception goes to the hook installed before
+    (typer's, Python's). Idempotent."""
+    import sys
+
+    from finetasks_afr.data.sources import UnreachableDataError
+
+    previous = sys.excepthook
+    if getattr(previous, "_finetasks_one_line", False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, trace: Any) -> None:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, UnreachableDataError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            previous(kind, error, trace)
+            return
+        print(f"error: {cause}", file=sys.stderr)  # the interpreter then exits with 1, as after any error
+
+    hook._finetasks_one_line = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
+    _check_data_before_loading()
+
+
+def _check_data_before_loading() -> None:
+    """Wrap `LightevalTask.load_datasets` (lighteval loads every task's data before the model) so that all the
+    tasks whose data cannot be read are named together, before the first download is tried."""
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    from finetasks_afr.data.sources import UnreachableDataError, unreachable_tasks
+
+    original = LightevalTask.__dict__["load_datasets"].__func__
+    if getattr(original, "_finetasks_checked", False):
+        return
+
+    def load_datasets(tasks: dict[str, Any], dataset_loading_processes: int = 1) -> None:
+        found = unreachable_tasks({task.name: task.dataset_path for task in tasks.values()})
+        if found:
+            raise UnreachableDataError("; ".join(found))
+        original(tasks, dataset_loading_processes)
+
+    load_datasets._finetasks_checked = True  # type: ignore[attr-defined]
+    LightevalTask.load_datasets = staticmethod(load_datasets)  # type: ignore[method-assign]

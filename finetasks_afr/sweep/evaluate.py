@@ -156,6 +156,7 @@ def check_tasks(spec: SweepSpec) -> None:
     unknown = [task.split("|")[0] for task in spec.tasks if task.split("|")[0] not in known]
     if not unknown:
         check_fewshot_limits(spec.tasks)
+        check_data_reachable(spec.tasks, getattr(module, "TASKS_TABLE", []))
         return
     described = []
     for name in unknown[:5]:
@@ -167,6 +168,18 @@ def check_tasks(spec: SweepSpec) -> None:
         f"{spec.custom_tasks}; fix the names, or pass --custom-tasks with the module that defines them "
         "(--builtin-tasks for lighteval's own)"
     )
+
+
+def check_data_reachable(tasks: list[str], configs: list[Any]) -> None:
+    """A `TaskListError` naming every requested task whose data is in no mirror while the hub is off, one line
+    each, before any model loads (`finetasks_afr.data.sources.unreachable_reason`)."""
+    from finetasks_afr.data.sources import unreachable_tasks
+
+    location = {config.name: config.hf_repo for config in configs}
+    requested = dict.fromkeys(task.split("|")[0] for task in tasks)
+    found = unreachable_tasks({name: location[name] for name in requested if name in location})
+    if found:
+        raise TaskListError("--tasks: " + "; ".join(found))
 
 
 def check_fewshot_limits(tasks: list[str]) -> None:

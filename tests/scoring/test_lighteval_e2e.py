@@ -113,3 +113,32 @@ def test_python_api_runs_the_suite_module(
     results = pipeline.get_results()["results"]
     assert set(results["sib200_zul_hybrid:0"]) >= {"acc", "acc_norm", "acc_norm_token", "acc_norm_pmi"}
     assert "acc" in results["mmlu_afr_virology_zul_mcf_enprompt:2"]
+
+
+def test_plain_lighteval_names_a_task_without_reachable_data_in_one_line(tmp_path: Path) -> None:
+    """The command of docs/tasks-and-data.md with a hub-only task, offline: before, 36.6 s and a 138-line traceback
+    ending in `ConnectionError: Couldn't reach 'masakhane/afrixnli' on the Hub` (issue 40). Now one line naming the
+    task, before any model loads (the model path here does not exist), and the mirrored task is not named."""
+    from finetasks_afr.data.local_dataset import write_dataset_folder
+    from finetasks_afr.data.sources import LAYOUT_MARKER, SOURCES
+
+    mirror = tmp_path / "mirror"
+    rows = [{"index_id": 1, "category": "science/technology", "text": "Ọ̀rọ̀ kan."}]
+    write_dataset_folder(mirror / "sib200", {"yor_Latn": {"train": rows, "dev": rows, "test": rows}},
+                         card=f"Hand-made rows.\n\n- {LAYOUT_MARKER} {SOURCES['sib200'].layout}\n")  # fmt: skip
+    offline = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = os.environ | offline | {"HF_HUB_CACHE": str(tmp_path / "empty-cache"), "FINETASKS_AFR_DATA_DIR": str(mirror)}
+    lighteval = str(Path(sys.executable).parent / "lighteval")
+    done = subprocess.run(
+        [lighteval, "accelerate", f"model_name={tmp_path / 'no-model'},device=cpu,batch_size=64,max_length=512",
+         "sib200_yor_cf|0,afrixnli_hau_mcf|5", "--custom-tasks", str(PROJECT / "finetasks_afr" / "tasks.py"),
+         "--output-dir", str(tmp_path / "le")],
+        env=env, capture_output=True, text=True, timeout=600, cwd=PROJECT,
+    )  # fmt: skip
+    assert done.returncode != 0
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [
+        f"error: afrixnli_hau_mcf: hub-only (masakhane/afrixnli), not in the mirror at {mirror}, and the hub is off "
+        "(HF_HUB_OFFLINE / HF_DATASETS_OFFLINE); run online once (the hub cache then serves it offline) or drop it"
+    ], done.stderr[-3000:]
+    assert "Traceback" not in done.stderr

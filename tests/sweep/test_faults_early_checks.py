@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import torch
 from typer.testing import CliRunner, Result
 
@@ -86,3 +87,25 @@ def test_longppl_names_a_missing_teacher_a_data_folder_and_the_device(tmp_path: 
     assert wrong.exit_code == 2 and said in flat(wrong), wrong.output
     for result in (missing, folder, wrong):
         assert "Traceback" not in result.output
+
+
+def test_a_task_whose_data_is_in_no_mirror_is_named_before_any_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The documented `afrixnli_hau_mcf` run, offline: exit 1 after 36.6 s and a 138-line traceback ending in
+    `ConnectionError: Couldn't reach 'masakhane/afrixnli' on the Hub` (issue 40). The checkpoint here is not a
+    model at all: the check must come before any load."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("FINETASKS_AFR_DATA_DIR", raising=False)
+    checkpoint = tmp_path / "runs" / "mix-a" / "seed-1" / "checkpoint-1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "config.json").write_text(json.dumps({"model_type": "not-a-model"}), encoding="utf-8")
+    (checkpoint / "model.safetensors").write_bytes(b"not weights")
+    out = tmp_path / "sweep"
+    result = invoke("sweep", str(tmp_path / "runs"), "--tasks", "afrixnli_hau_mcf|5", "--out", str(out))
+    said = flat(result)
+    assert result.exit_code == 2, result.output
+    assert "afrixnli_hau_mcf: hub-only (masakhane/afrixnli), no mirror configured" in said, said
+    assert "run online once" in said and "Traceback" not in result.output
