@@ -297,6 +297,8 @@ def unreachable_reason(hf_repo: str) -> str | None:
     `datasets`), or the repository in the local hub cache."""
     if Path(hf_repo).is_dir() or not hub_offline():
         return None
+    if any(src.hub_repo == hf_repo and src.hub_form == "script" for src in SOURCES.values()):
+        return None  # no hub load can read it, online or not: ScriptOnlyDatasetError says what to do
     from huggingface_hub import constants
 
     if (Path(constants.HF_HUB_CACHE) / f"datasets--{hf_repo.replace('/', '--')}").is_dir():
@@ -316,13 +318,8 @@ def unreachable_tasks(locations: Mapping[str, str]) -> list[str]:
 
 def load_dataset(path: str, name: str | None = None, revision: str | None = None, **kwargs: Any) -> Any:
     """`datasets.load_dataset` for config `name` of `path` at `revision`, read as its source is published
-    (:func:`load_arguments`); other keyword arguments (`split`, `cache_dir`, ...) are passed on.
-    UnreachableDataError, in one line, when the data is in no mirror and the hub is off."""
+    (:func:`load_arguments`); other keyword arguments (`split`, `cache_dir`, ...) are passed on."""
     import datasets
-
-    reason = unreachable_reason(path)
-    if reason is not None:
-        raise UnreachableDataError(f"{path}{'' if name is None else f' ({name})'}: {reason}")
 
     return datasets.load_dataset(**load_arguments(path, name, revision), **kwargs)
 

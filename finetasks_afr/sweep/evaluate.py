@@ -156,7 +156,6 @@ def check_tasks(spec: SweepSpec) -> None:
     unknown = [task.split("|")[0] for task in spec.tasks if task.split("|")[0] not in known]
     if not unknown:
         check_fewshot_limits(spec.tasks)
-        check_data_reachable(spec.tasks, getattr(module, "TASKS_TABLE", []))
         return
     described = []
     for name in unknown[:5]:
@@ -168,18 +167,6 @@ def check_tasks(spec: SweepSpec) -> None:
         f"{spec.custom_tasks}; fix the names, or pass --custom-tasks with the module that defines them "
         "(--builtin-tasks for lighteval's own)"
     )
-
-
-def check_data_reachable(tasks: list[str], configs: list[Any]) -> None:
-    """A `TaskListError` naming every requested task whose data is in no mirror while the hub is off, one line
-    each, before any model loads (`finetasks_afr.data.sources.unreachable_reason`)."""
-    from finetasks_afr.data.sources import unreachable_tasks
-
-    location = {config.name: config.hf_repo for config in configs}
-    requested = dict.fromkeys(task.split("|")[0] for task in tasks)
-    found = unreachable_tasks({name: location[name] for name in requested if name in location})
-    if found:
-        raise TaskListError("--tasks: " + "; ".join(found))
 
 
 def check_fewshot_limits(tasks: list[str]) -> None:
@@ -427,6 +414,11 @@ class Evaluator:
             (loaded,) = registry.load_tasks().values()
         except Exception as error:  # an unknown task where the sweep could not check (built-in tasks)
             return f"{task}: {type(error).__name__}: {error}"
+        from finetasks_afr.data.sources import unreachable_reason
+
+        unreachable = unreachable_reason(str(loaded.dataset_path))
+        if unreachable is not None:  # one line, not datasets' ConnectionError from deep inside its loader
+            return f"{task}: {unreachable}"
         where = f"dataset {loaded.dataset_path} (config {loaded.dataset_config_name})"
         if Path(str(loaded.dataset_path)).is_dir():
             where += f" in the local folder {loaded.dataset_path}"
