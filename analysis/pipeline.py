@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -99,9 +99,9 @@ def run_selection(
         streamed = analyse_scan(
             scan, config, with_ci=True, partition_rows=partition_rows, workers=workers, progress=progress
         )
-        window = consistency_window_note(pl.scan_parquet(scan.path), config)
-        if window is not None and streamed.load_report is not None:
-            streamed.load_report.notes.append(window)
+        notes = (consistency_window_note(pl.scan_parquet(scan.path), config), sampled_scores_note(scan))
+        if streamed.load_report is not None:
+            streamed.load_report.notes += [note for note in notes if note is not None]
         result = Analysis(streamed.signal, streamed.selection, streamed.ranking, english_gap_of_scan(scan, config))
         written, figure_paths, html = _write_selection(
             scan, streamed.load_report, config, result, staging, figures, progress, workers
@@ -147,6 +147,36 @@ def consistency_window_note(table: pl.LazyFrame, config: Config) -> str | None:
         f"table's last checkpoint has {int(largest):,} tokens, so no task's consistency can be measured. For a "
         f"run this small, measure it over the second half of training as FineTasks does (15B of 30B): a --config "
         f"file with [consistency] min_tokens = {half:_}"
+    )
+
+
+def sampled_scores_note(scan: ScoreScan, tasks: Collection[str] | None = None) -> str | None:
+    """What the user must know when scores of the table (or of `tasks`) were computed on a sample of their task's
+    documents (the table's `sampled_documents`: lighteval --max-samples, lm-eval --limit), or None when none was.
+    A sample's score is another, noisier estimate: its SNR, consistency and ranking describe the sample."""
+    table = pl.scan_parquet(scan.path)
+    if "sampled_documents" not in table.collect_schema().names():
+        return None
+    if tasks is not None:
+        table = table.filter(pl.col("task").is_in(list(tasks)))
+    sampled = (
+        table.filter(pl.col("sampled_documents").is_not_null())
+        .group_by("task")
+        .agg(pl.col("sampled_documents").max())
+        .sort("task")
+        .collect()
+    )
+    if sampled.is_empty():
+        return None
+    counts = sampled.get_column("sampled_documents")
+    low, high = int(counts.min()), int(counts.max())  # type: ignore[arg-type]
+    span = f"{low:,}" if low == high else f"{low:,} to {high:,}"
+    examples = ", ".join(f"{task} ({n:,})" for task, n in sampled.head(3).iter_rows())
+    return (
+        f"sampled scores: {sampled.height} task(s) were scored on a sample of their documents ({span} documents: "
+        f"lighteval --max-samples or lm-eval --limit; decisions.csv column sampled_documents), e.g. {examples}. "
+        "A score on a sample is another, noisier estimate than the whole task's: its statistics and ranking "
+        "describe the sample. Evaluate without the cap before publishing suites or rankings from these scores"
     )
 
 
@@ -231,6 +261,9 @@ def run_aggregate(
             if chosen.is_empty():
                 raise AggregateError(NOTHING_KEPT)
             result, _ = rank_scan(scan, chosen, config, partition_rows=partition_rows, workers=workers)
+        sampled = sampled_scores_note(scan, chosen.get_column("task").to_list())
+        if sampled is not None:
+            result.notes.append(sampled)
         written = [write_ranking(result, staging), staging / "language_scores.csv", staging / "language_pairs.csv"]
         written.append(write_csv_atomic(chosen, staging / "aggregated_tasks.csv"))
         check_inside(staging, written)

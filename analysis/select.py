@@ -30,7 +30,8 @@ CATEGORY_TITLES = {
 SUITE_FORMULATIONS = {"cf": ("CF", "GEN", "PPL"), "mcf": ("MCF", "HYBRID", "GEN", "PPL")}
 DECISION_COLUMNS = (
     "task", "fewshot", "metric", "language", "category", "formulation", "benchmark", "random_baseline",
-    "non_random_baseline", "monotonicity", "monotonicity_ci_low", "monotonicity_ci_high", "monotonicity_n_constant",
+    "non_random_baseline", "sampled_documents",
+    "monotonicity", "monotonicity_ci_low", "monotonicity_ci_high", "monotonicity_n_constant",
     "monotonicity_ai2",
     "snr", "snr_kind", "snr_ci_low", "snr_ci_high", "snr_seed", "avg_std", "snr_checkpoint",
     "non_random_distance", "non_random_sigmas", "three_sigma", "three_sigma_kind",

@@ -86,6 +86,7 @@ def _prepare(
             pl.col("rid").n_unique().alias("n_runs"),
             pl.col("seed").n_unique().alias("n_seeds_max"),
             pl.col("step").n_unique().alias("n_steps"),
+            *_sampled_documents(table),
         )
         .sort("gid")
     )
@@ -108,6 +109,12 @@ def _prepare(
         (pl.col("non_random_baseline") * sign).alias("baseline"),
     )
     return compact, groups
+
+
+def _sampled_documents(table: pl.DataFrame) -> list[pl.Expr]:
+    """The group's largest `sampled_documents` (null: every score on every document), when the table has it: the
+    decisions flag a task whose scores are on a sample."""
+    return [pl.col("sampled_documents").max()] if "sampled_documents" in table.columns else []
 
 
 def non_random_baseline_expr(table: pl.DataFrame, kind: str) -> pl.Expr:

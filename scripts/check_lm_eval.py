@@ -368,11 +368,15 @@ def lm_eval_command(lm_eval: Path, checkpoint: Path, include: Path) -> list[str]
 Key = tuple[str, int, int, str, int, str]  # run, seed, step, task, fewshot, metric
 
 
-def read_lm_eval_json(root: Path) -> tuple[dict[Key, tuple[float, float | None, int]], int]:
-    """(run, seed, step, task, fewshot, metric) -> (score, stderr, tokens) from every results_*.json under root:
-    results[task]["<metric>,none"], group rows skipped, run/seed/step from the folder path, tokens from the
-    checkpoint's trainer_state.json; and the number of group rows skipped."""
-    expected: dict[Key, tuple[float, float | None, int]] = {}
+Expected = tuple[float, float | None, int, int | None]  # score, stderr, tokens, documents scored when --limit cut
+
+
+def read_lm_eval_json(root: Path) -> tuple[dict[Key, Expected], int]:
+    """(run, seed, step, task, fewshot, metric) -> (score, stderr, tokens, sampled documents) from every
+    results_*.json under root: results[task]["<metric>,none"], group rows skipped, run/seed/step from the folder
+    path, tokens from the checkpoint's trainer_state.json, the documents n-samples[task] says --limit scored when
+    fewer than the task's (else None); and the number of group rows skipped."""
+    expected: dict[Key, Expected] = {}
     skipped = 0
     for path in sorted(root.glob("*/seed-*/checkpoint-*/*/results_*.json")):
         run, seed_dir, checkpoint_dir = path.relative_to(root).parts[:3]
@@ -395,6 +399,8 @@ def read_lm_eval_json(root: Path) -> tuple[dict[Key, tuple[float, float | None, 
                 skipped += 1
                 continue
             fewshot = int(data["n-shot"][task])
+            counts = data["n-samples"][task]
+            sampled = int(counts["effective"]) if counts["effective"] < counts["original"] else None
             for key, value in entry.items():
                 metric, comma, filter_name = key.partition(",")
                 if not comma or metric.endswith("_stderr"):
@@ -405,12 +411,13 @@ def read_lm_eval_json(root: Path) -> tuple[dict[Key, tuple[float, float | None, 
                 slot = (run, seed, step, task, fewshot, metric)
                 if slot in expected:
                     raise CheckError(f"{path}: a second results file for {slot}")
-                expected[slot] = (float(value), None if stderr in (None, "N/A") else float(stderr), tokens)
+                expected[slot] = (float(value), None if stderr in (None, "N/A") else float(stderr), tokens, sampled)
     return expected, skipped
 
 
-def compare(scores: Path, expected: Mapping[Key, tuple[float, float | None, int]]) -> int:
-    """Every row of the collected table equals the independent read (exact floats); the row counts match."""
+def compare(scores: Path, expected: Mapping[Key, Expected]) -> int:
+    """Every row of the collected table equals the independent read (exact floats, and the sampled documents of
+    --limit in `sampled_documents`); the row counts match."""
     import pyarrow.parquet as pq
 
     rows = pq.read_table(scores).to_pylist()
@@ -427,10 +434,11 @@ def compare(scores: Path, expected: Mapping[Key, tuple[float, float | None, int]
         language = row["task"].removesuffix("_prompt_1").rsplit("_", 1)[-1]  # sib_hau_prompt_1 -> hau
         if row["language"] != language:
             raise CheckError(f"{scores}: {slot}: language {row['language']!r}, the task name says {language!r}")
-        score, stderr, tokens = expected[slot]
-        got = (row["score"], row["stderr"], row["tokens"])
-        if got != (score, stderr, tokens):
-            raise CheckError(f"{scores}: {slot}: (score, stderr, tokens) {got} != the JSON's {(score, stderr, tokens)}")
+        got = (row["score"], row["stderr"], row["tokens"], row.get("sampled_documents"))
+        if got != expected[slot]:
+            raise CheckError(
+                f"{scores}: {slot}: (score, stderr, tokens, sampled_documents) {got} != the JSON's {expected[slot]}"
+            )
     return len(rows)
 
 
@@ -531,6 +539,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise CheckError(f"expected one group row ({GROUP}) per results file, skipped {groups}")
         summary["rows"] = compare(scores, expected)
         summary["group_rows_skipped"] = groups
+        summary["sampled_rows"] = sum(1 for value in expected.values() if value[3] is not None)
+        if summary["sampled_rows"] != len(expected):  # --limit 50 cuts every task's test split here
+            raise CheckError(f"--limit {LIMIT} sampled {summary['sampled_rows']} of {len(expected)} rows, expected all")
+        for report in (out / "select" / "report.md", out / "select-tasks" / "report.md"):
+            if "sampled scores:" not in report.read_text(encoding="utf-8"):
+                raise CheckError(f"{report}: the scores under --limit {LIMIT} are not flagged (no 'sampled scores:')")
         log(f"the collected table ({summary['rows']} rows) equals the lm-eval JSON files, exactly")
         summary["ok"] = True
     except CheckError as error:

@@ -71,6 +71,7 @@ from analysis.scores.metrics import metric_info
 from analysis.scores.table import (
     COLUMNS,
     LM_EVAL_TASK_INFO,
+    OPTIONAL_SCHEMA,
     SCHEMA,
     LoadReport,
     ScoreTableError,
@@ -261,6 +262,7 @@ class LmEvalFile:
     scores: dict[tuple[str, int], dict[str, tuple[float | None, float | None]]]  # (task, fewshot) -> metric -> (v, se)
     groups: set[str] = field(default_factory=set)  # group aggregate rows skipped
     filters: set[str] = field(default_factory=set)  # "metric: filter (of a, b)" choices among several filters
+    sampled: dict[tuple[str, int], int] = field(default_factory=dict)  # (task, fewshot) -> documents, under --limit
 
     def lighteval_results(self) -> dict[str, dict[str, float | None]]:
         """The scores in lighteval's results shape (``task|fewshot`` -> metric / metric_stderr), for collect."""
@@ -355,9 +357,29 @@ def read_results_file(path: Path, tokens_per_step: int | None = None, data: Any 
             continue
         if not isinstance(entry, dict):
             raise LmEvalError(f"{path}: results[{task!r}] is {type(entry).__name__}, not a metrics object")
-        result.scores[(task, _fewshot(data, task, path))] = _task_metrics(task, entry, path, result.filters)
+        fewshot = _fewshot(data, task, path)
+        result.scores[(task, fewshot)] = _task_metrics(task, entry, path, result.filters)
+        sampled = _sampled_documents(data, task)
+        if sampled is not None:
+            result.sampled[(task, fewshot)] = sampled
     result.groups &= set(data["results"])
     return result
+
+
+def _sampled_documents(data: dict, task: str) -> int | None:
+    """How many documents a `--limit` run scored of the task, when fewer than all: `n-samples[task].effective`
+    below its `original`; a file without n-samples but with an integer `config.limit` gives the limit (at most
+    that many)."""
+    counts = _mapping(data, "n-samples").get(task)
+    if isinstance(counts, dict):
+        effective, original = counts.get("effective"), counts.get("original")
+        if isinstance(effective, int) and isinstance(original, int) and 0 < effective < original:
+            return effective
+        return None
+    limit = _mapping(data, "config").get("limit")
+    if isinstance(limit, int | float) and not isinstance(limit, bool) and limit >= 1:
+        return int(limit)
+    return None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -568,7 +590,7 @@ def read_lm_eval_04(
     owner, superseded = newest(files)
     extra = read_task_info(task_info) if isinstance(task_info, str | Path) else dict(task_info or {})
     info = {**builtin_task_info(slot[3] for slot in owner), **extra}
-    columns: dict[str, list[Any]] = {c: [] for c in COLUMNS}
+    columns: dict[str, list[Any]] = {c: [] for c in (*COLUMNS, "sampled_documents")}
     unknown: dict[str, Path] = {}
     unknown_metrics: set[str] = set()
     owners = sorted({id(f): f for f in owner.values()}.values(), key=lambda f: str(f.path))
@@ -589,14 +611,17 @@ def read_lm_eval_04(
                 "benchmark": ti.benchmark, "language": ti.language, "category": ti.category,
                 "formulation": ti.formulation, "fewshot": fewshot, "metric": metric,
                 "score": math.nan if score is None else score, "stderr": stderr,
-                "random_baseline": ti.random_baseline,
+                "random_baseline": ti.random_baseline, "sampled_documents": result.sampled.get((task, fewshot)),
             }  # fmt: skip
             for column, cells in columns.items():
                 cells.append(row[column])
     notes = _notes(files, superseded, unknown_metrics) + separation_notes
     notes += unknown_tasks(unknown, source, skip_unknown)
     notes += token_override_note((f.checkpoint for f in files), tokens_per_step)
-    frame, report = validate(pl.DataFrame(columns, schema=SCHEMA), source=source)
+    frame = pl.DataFrame(columns, schema={**SCHEMA, "sampled_documents": OPTIONAL_SCHEMA["sampled_documents"]})
+    if frame.get_column("sampled_documents").null_count() == frame.height:  # every score on every document
+        frame = frame.drop("sampled_documents")
+    frame, report = validate(frame, source=source)
     report.notes = notes + report.notes
     if not frame.height:
         what = "; ".join(notes[1:]) or "every score is NaN"

@@ -61,10 +61,14 @@ SCHEMA: dict[str, pl.DataType] = {
     "random_baseline": pl.Float64(),
 }
 COLUMNS: tuple[str, ...] = tuple(SCHEMA)
-OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"majority_baseline": pl.Float64()}
+OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"majority_baseline": pl.Float64(), "sampled_documents": pl.Int64()}
 """Columns a table may have and keeps when it has them. `majority_baseline`: the share of the evaluated documents
 whose gold is the most common answer (what a model giving one answer to every document scores), recorded by a
-sweep for multiple-choice tasks; non-randomness tests accuracy against the larger of it and random_baseline."""
+sweep for multiple-choice tasks; non-randomness tests accuracy against the larger of it and random_baseline.
+`sampled_documents`: the number of documents a score was computed on when that is a sample of the task's documents
+(lighteval's --max-samples, lm-eval's --limit), empty when every document was scored; a plain lighteval results
+file records only its cap, so there the number is an upper bound. The analysis flags such scores (the decisions'
+`sampled_documents`, the load notes of select and the report): a score on a sample is another estimate."""
 _TYPES: dict[str, pl.DataType] = {**SCHEMA, **OPTIONAL_SCHEMA}
 NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr", "random_baseline", *OPTIONAL_SCHEMA})
 NO_BASELINE_NOTE = "random_baseline may be empty only for lower-is-better metrics (perplexities)"
@@ -400,17 +404,27 @@ def _metric_checks(metrics: Iterable[str]) -> list[_Check]:
 
 def _optional_checks(columns: Sequence[str]) -> list[_Check]:
     """Rules about the optional columns the frame has."""
-    if "majority_baseline" not in columns:
-        return []
-    majority = pl.col("majority_baseline")
-    return [
-        _Check(
-            ("majority_baseline",),
-            ~majority.is_finite() | (majority < 0) | (majority > 1),
-            "row(s) have a majority_baseline outside [0, 1]",
-            "store the share of evaluated documents the most common answer gets right, or leave it empty",
+    checks = []
+    if "majority_baseline" in columns:
+        majority = pl.col("majority_baseline")
+        checks.append(
+            _Check(
+                ("majority_baseline",),
+                ~majority.is_finite() | (majority < 0) | (majority > 1),
+                "row(s) have a majority_baseline outside [0, 1]",
+                "store the share of evaluated documents the most common answer gets right, or leave it empty",
+            )
         )
-    ]
+    if "sampled_documents" in columns:
+        checks.append(
+            _Check(
+                ("sampled_documents",),
+                pl.col("sampled_documents") < 1,
+                "row(s) have a sampled_documents below 1",
+                "store how many documents the score was computed on when that was a sample, or leave it empty",
+            )
+        )
+    return checks
 
 
 def _row_checks() -> list[_Check]:

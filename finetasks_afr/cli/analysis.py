@@ -220,8 +220,15 @@ def simulate_command(
 
 
 def demo_command(
-    out: Annotated[Path, typer.Option("--out", help="Demo output directory (resumable).")] = Path("out/demo"),
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Demo output directory (resumable). [default: out/demo, --quick: out/demo-quick]"),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Processes for training and evaluation.")] = 2,
+    quick: Annotated[
+        bool,
+        typer.Option(help="The whole chain in a few minutes: 2 seeds x 300 steps instead of 3 x 800 (less evidence)."),
+    ] = False,
     bundle: Annotated[bool, typer.Option(help="Copy the sweep to the bundled default of `select`.")] = False,
 ) -> None:
     """The end-to-end demo: train tiny models on a synthetic world, sweep, collect, select, aggregate, report."""
@@ -230,7 +237,14 @@ def demo_command(
 
     from finetasks_afr.demo.run import DemoSettings, run_demo
 
-    paths = run_demo(out, DemoSettings(workers=workers), log=lambda line: console.print(line))
+    if quick and bundle:
+        raise fail("--bundle copies the full demo's sweep (the bundled default of `select`); drop --quick")
+    out = out or Path("out/demo-quick" if quick else "out/demo")
+    settings = DemoSettings.quick(workers) if quick else DemoSettings(workers=workers)
+    try:
+        paths = run_demo(out, settings, log=lambda line: console.print(line), console=console)
+    except RuntimeError as error:
+        raise fail(str(error)) from error
     if bundle:
         from analysis.base.io import atomic_write
 

@@ -10,6 +10,7 @@ evaluated with lighteval through the sweep, collected, selected, aggregated and 
       aggregate/       ranking.csv, language_scores.csv
       mixes.json       the design: {run: {language: share of the run's documents}}
       truth_check.csv  every designed expectation against what the analysis found (finetasks_afr.demo.truth)
+      timings.json     seconds per stage (world, training, evaluation, analysis) of the last run
 
 The analysis uses the demo's configuration (`demo_config.toml`: the FineTasks consistency threshold scaled to
 the demo's training length).
@@ -21,12 +22,15 @@ was trained on the old one is stale and the demo stops, naming the fix.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
+import inspect
 import json
 import os
 import time
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
@@ -36,6 +40,9 @@ from analysis.base.processes import die_with_parent, starting_children
 from finetasks_afr.data.bundled import BUNDLED_CONFIG
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
+    from analysis.config import Config
     from analysis.scores.table import LoadReport
     from finetasks_afr.demo.world import World
     from finetasks_afr.sweep.collect import CollectReport
@@ -44,6 +51,7 @@ DEMO_TASKS_MODULE = str(Path(__file__).resolve().parent / "tasks.py")
 WORLD_ENV = "FINETASKS_AFR_DEMO_WORLD"
 DEMO_CONFIG = BUNDLED_CONFIG  # the demo's analysis configuration (finetasks_afr/data/demo_config.toml)
 MIXES_FILE = "mixes.json"
+TIMINGS_FILE = "timings.json"  # seconds per stage of the last (resumed) run
 
 
 @dataclass
@@ -53,6 +61,23 @@ class DemoSettings:
     save_every: int | None = None
     workers: int = 2
     world_seed: int = 0
+
+    @classmethod
+    def quick(cls, workers: int = 2) -> DemoSettings:
+        """The quick demo (`finetasks-afr demo --quick`): the whole chain in a few minutes, on less evidence: two
+        seeds (the fewest the seed SNR needs) of the three mixes, 300 steps with a checkpoint every 50 (seven per
+        run, the early one included) instead of three seeds x 800 steps x nine checkpoints."""
+        return cls(seeds=(1, 2), steps=300, save_every=50, workers=workers)
+
+    def training(self) -> tuple[int, int]:
+        """(checkpoints saved per run, tokens each run trains on), train.py's defaults filling what is None."""
+        from finetasks_afr.demo.tiny import save_steps
+        from finetasks_afr.demo.train import train_run
+
+        defaults = {name: p.default for name, p in inspect.signature(train_run).parameters.items()}
+        steps = self.steps or defaults["steps"]
+        saved = save_steps(steps, self.save_every or defaults["save_every"], defaults["first_save"])
+        return len(saved), steps * defaults["batch_size"] * defaults["seq_len"]
 
 
 class _TrainOverrides(TypedDict, total=False):
@@ -77,17 +102,49 @@ def _train_one(world_root: str, mix: str, seed: int, out_dir: str, steps: int | 
     return out_dir
 
 
-def _trained(run_dir: Path) -> bool:
-    return (run_dir / "DONE").is_file()
+def _trained(run_dir: Path, settings: DemoSettings) -> bool:
+    """Whether the run is trained, with these settings: a run trained with other steps would mix two designs in one
+    sweep, so that is an error naming the fix."""
+    done = run_dir / "DONE"
+    if not done.is_file():
+        return False
+    found = done.read_text(encoding="utf-8").strip()
+    if found != _done_marker(settings):
+        raise RuntimeError(
+            f"{run_dir} was trained with other settings ({done}: {found!r}, this demo: {_done_marker(settings)!r}); "
+            "fix: pass another --out (`demo --quick` writes out/demo-quick by default), or remove the old output"
+        )
+    return True
 
 
-def train_all(world: World, checkpoints: Path, settings: DemoSettings, log: Callable[[str], None]) -> None:
-    """Train every (mix, seed) run not yet trained, `settings.workers` at a time (one torch thread each)."""
+def _done_marker(settings: DemoSettings) -> str:
+    """The DONE file's text: `trained` for train.py's defaults (as every earlier demo wrote), else the steps."""
+    if settings.steps is None and settings.save_every is None:
+        return "trained"
+    return f"trained steps={settings.steps} save_every={settings.save_every}"
+
+
+def _saved(run_dir: Path) -> int:
+    """The checkpoints a run has finished writing (the Trainer writes trainer_state.json last)."""
+    return sum(1 for state in run_dir.glob("checkpoint-*/trainer_state.json"))
+
+
+def train_all(
+    world: World,
+    checkpoints: Path,
+    settings: DemoSettings,
+    log: Callable[[str], None],
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """Train every (mix, seed) run not yet trained, `settings.workers` at a time (one torch thread each).
+
+    `progress(saved, total)` is told, every second while training, how many of the pending runs' checkpoints are
+    written: the workers are other processes, and a checkpoint folder is what each leaves behind as it goes."""
     jobs = [
         (mix, seed, checkpoints / mix / f"seed-{seed}")
         for mix in sorted(world.mixes)
         for seed in settings.seeds
-        if not _trained(checkpoints / mix / f"seed-{seed}")
+        if not _trained(checkpoints / mix / f"seed-{seed}", settings)
     ]
     if not jobs:
         log("training: every run is already trained")
@@ -101,10 +158,31 @@ def train_all(world: World, checkpoints: Path, settings: DemoSettings, log: Call
                 pool.submit(_train_one, root, mix, seed, str(run_dir), steps, every): (mix, seed, run_dir)
                 for mix, seed, run_dir in jobs
             }
-        for future, (mix, seed, run_dir) in futures.items():
-            future.result()
-            (run_dir / "DONE").write_text("trained\n")
-            log(f"trained {mix} seed {seed} ({time.perf_counter() - started:.0f} s so far)")
+        total = len(jobs) * settings.training()[0]
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: str(futures[f][2])):
+                mix, seed, run_dir = futures[future]
+                future.result()
+                (run_dir / "DONE").write_text(_done_marker(settings) + "\n", encoding="utf-8")
+                log(f"trained {mix} seed {seed} ({time.perf_counter() - started:.0f} s so far)")
+            if progress is not None:
+                progress(min(total, sum(_saved(run_dir) for _, _, run_dir in jobs)), total)
+
+
+@contextlib.contextmanager
+def _training_bar(console: Console | None) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich bar of the checkpoints written so far on `console` (none without one), gone when training ends."""
+    if console is None:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("training: checkpoints"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        job = bar.add_task("training", total=None)
+        yield lambda saved, total: bar.update(job, completed=saved, total=total)
 
 
 def _corpus_digests(world_root: Path) -> dict[str, str]:
@@ -151,10 +229,27 @@ def mixes_design(world: World) -> dict[str, dict[str, float]]:
     return {mix: mix_shares(world, mix) for mix in sorted(world.mixes)}
 
 
-def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str], None] = print) -> dict[str, Path]:
-    """Run (or resume) the whole demo under `out`; returns the paths of its main outputs."""
-    from analysis.base.io import atomic_write_text, write_csv_atomic
+def demo_config(settings: DemoSettings) -> Config:
+    """The demo's analysis configuration, its consistency window moved to the second half of training when the
+    runs train for other than train.py's default steps (the quick demo): `demo_config.toml` is sized for those."""
     from analysis.config import load_config
+
+    config = load_config(DEMO_CONFIG)
+    trained = settings.training()[1]
+    if trained // 2 == config.consistency.min_tokens:
+        return config
+    return dataclasses.replace(config, consistency=dataclasses.replace(config.consistency, min_tokens=trained // 2))
+
+
+def run_demo(
+    out: Path,
+    settings: DemoSettings | None = None,
+    log: Callable[[str], None] = print,
+    console: Console | None = None,
+) -> dict[str, Path]:
+    """Run (or resume) the whole demo under `out`; returns the paths of its main outputs. With a `console`,
+    training and evaluation show progress bars on it."""
+    from analysis.base.io import atomic_write_text, write_csv_atomic
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.discover import discover
     from analysis.scores.stream import frame_scan
@@ -183,7 +278,8 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     lap("world")
 
     checkpoints = out / "checkpoints"
-    train_all(world, checkpoints, settings, log)
+    with _training_bar(console) as progress:
+        train_all(world, checkpoints, settings, log, progress)
     lap("training")
 
     os.environ[WORLD_ENV] = str(world_root.resolve())
@@ -195,7 +291,7 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
         max_length=512,
         env={WORLD_ENV: str(world_root.resolve())},
     )
-    result = run_sweep(spec, found, workers=settings.workers)
+    result = run_sweep(spec, found, workers=settings.workers, console=console, progress=console is not None)
     if result.failed:
         raise RuntimeError(f"{len(result.failed)} checkpoint(s) failed; see {out / 'sweep' / 'summary.json'}")
     lap("evaluation")
@@ -203,7 +299,7 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     table, report = collect([out / "sweep"])
     scores = out / "scores.parquet"
     write_scores(table, scores)
-    config = load_config(DEMO_CONFIG)
+    config = demo_config(settings)
     with frame_scan(table, _load_report(scores, report)) as scan:
         selection = run_selection(scan, config, out / "selection")
         aggregated = run_aggregate(scan, config, out / "aggregate", selection.selection.decisions)
@@ -217,5 +313,7 @@ def run_demo(out: Path, settings: DemoSettings | None = None, log: Callable[[str
     for (check_name, kind), rows in sorted(check.group_by(["check", "kind"]), key=lambda item: str(item[0])):
         log(f"  {check_name} {kind}: {rows['ok'].sum()} of {rows.height} as designed")
     log("stage times: " + ", ".join(f"{stage} {seconds:.0f} s" for stage, seconds in timings.items()))
+    seconds = {stage: round(value, 1) for stage, value in timings.items()}
+    atomic_write_text(out / TIMINGS_FILE, json.dumps(seconds, indent=2) + "\n")  # what the docs' times come from
     return {"scores": scores, "selection": out / "selection", "truth": out / "truth_check.csv",
             "mixes": out / MIXES_FILE}  # fmt: skip

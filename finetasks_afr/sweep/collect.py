@@ -90,6 +90,7 @@ class _ResultFile:
     notes: list[str] = field(default_factory=list)  # what reading it left out
     tokens_from: str = ""  # where the checkpoint's token count came from, for conflict messages
     majority: dict[str, float] = field(default_factory=dict)  # task|fewshot -> majority answer's share (a sweep's)
+    sampled: dict[str, int] = field(default_factory=dict)  # task|fewshot -> documents scored, when a sample of them
 
 
 def results_files(roots: Sequence[Path]) -> list[Path]:
@@ -150,8 +151,17 @@ def _read_lm_eval_file(path: Path, data: dict, tokens_per_step: int | None) -> _
         names = sorted({m.removesuffix("_stderr") for m in unknown})
         notes.append(f"lm-eval: skipped metrics unknown to the analysis: {', '.join(names)}")
     origin = tokens_origin(found.checkpoint, tokens_per_step)
+    sampled = {f"{task}|{fewshot}": n for (task, fewshot), n in found.sampled.items()}
     return _ResultFile(
-        path, found.checkpoint, results, {}, found.order[0], lm_eval=True, notes=notes, tokens_from=origin
+        path,
+        found.checkpoint,
+        results,
+        {},
+        found.order[0],
+        lm_eval=True,
+        notes=notes,
+        tokens_from=origin,
+        sampled=sampled,
     )
 
 
@@ -167,6 +177,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
     info: dict[str, TaskInfo] = {}
     settings = None
     majority: dict[str, float] = {}
+    sampled = _capped(data, results, path)  # a plain file's --max-samples cap; a sweep part's manifest knows more
     if path.name == "results.json" and manifest_path.is_file():
         manifest = _load_json(manifest_path)
         try:
@@ -177,6 +188,7 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
         order = str(manifest.get("finished", ""))
         settings = part_settings(manifest)
         majority = _majority(manifest, manifest_path)
+        sampled = _sampled(manifest, manifest_path, sampled)
         if tokens_per_step is not None:  # the explicit option wins over what the sweep recorded
             checkpoint = replace(checkpoint, tokens=tokens_per_step * checkpoint.step)
         origin = tokens_origin(checkpoint, tokens_per_step) if tokens_per_step is not None else str(manifest_path)
@@ -187,7 +199,16 @@ def _read_file(path: Path, tokens_per_step: int | None) -> _ResultFile:
         origin = tokens_origin(checkpoint, tokens_per_step)
     from_sweep = manifest_path.is_file() and path.name == "results.json"
     return _ResultFile(
-        path, checkpoint, results, info, order, settings, tokens_from=origin, from_sweep=from_sweep, majority=majority
+        path,
+        checkpoint,
+        results,
+        info,
+        order,
+        settings,
+        tokens_from=origin,
+        from_sweep=from_sweep,
+        majority=majority,
+        sampled=sampled,
     )
 
 
@@ -199,6 +220,31 @@ def _majority(manifest: dict, path: Path) -> dict[str, float]:
     ):
         raise CollectError(f"{path}: majority_baseline is not a mapping of task|fewshot to a share in [0, 1]")
     return {str(k): float(v) for k, v in found.items()}
+
+
+def _capped(data: dict, results: dict, path: Path) -> dict[str, int]:
+    """task|fewshot -> lighteval's `config_general.max_samples` for every entry of a file evaluated under
+    --max-samples (lighteval records the cap, not how many documents each task had: at most that many)."""
+    general = data.get("config_general")
+    cap = general.get("max_samples") if isinstance(general, dict) else None
+    if cap is None:
+        return {}
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
+        raise CollectError(f"{path}: config_general.max_samples is {cap!r}, not a positive integer")
+    return {key: cap for key in results if key != "all"}
+
+
+def _sampled(manifest: dict, path: Path, capped: dict[str, int]) -> dict[str, int]:
+    """A sweep part's `sampled_documents` (task|fewshot -> documents evaluated, for the tasks --max-samples cut);
+    a part written before they were recorded keeps the results file's cap (`capped`)."""
+    if "sampled_documents" not in manifest:
+        return capped
+    found = manifest["sampled_documents"]
+    if not isinstance(found, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in found.values()
+    ):
+        raise CollectError(f"{path}: sampled_documents is not a mapping of task|fewshot to a document count")
+    return {str(k): int(v) for k, v in found.items()}
 
 
 def _check_results(path: Path, results: dict) -> None:
@@ -257,6 +303,7 @@ def _rows(
                     "stderr": None if stderr is None or math.isnan(stderr) else stderr,
                     "random_baseline": float(info.random_baseline),
                     "majority_baseline": result.majority.get(key),
+                    "sampled_documents": result.sampled.get(key),
                 }
             )
     return rows
@@ -335,8 +382,9 @@ def collect(
     except ScoreTableError as error:
         raise CollectError(str(error)) from error
     frame = pl.DataFrame(rows, schema={**SCHEMA, **OPTIONAL_SCHEMA})
-    if frame.get_column("majority_baseline").null_count() == frame.height:  # no sweep part recorded it
-        frame = frame.drop("majority_baseline")
+    for column in OPTIONAL_SCHEMA:  # no sweep part recorded it, or every score is on every document
+        if frame.get_column(column).null_count() == frame.height:
+            frame = frame.drop(column)
     report.files = len(parsed)
     report.notes += list(dict.fromkeys(note for result in parsed for note in result.notes))  # once, not per file
     report.notes += token_override_note((r.checkpoint for r in parsed), tokens_per_step)

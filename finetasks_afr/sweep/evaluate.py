@@ -527,6 +527,7 @@ class Evaluator:
             pipeline = self._pipeline(pending, model, tracker)
             documents = sum(len(docs) for docs in getattr(pipeline, "documents_dict", {}).values())
             majority = self._majority(getattr(pipeline, "documents_dict", {}))
+            sampled = self._sampled(pipeline)
             pipeline.evaluate()
             with phases.phase(phases.RESULTS_FILE):
                 if self.spec.save_details:
@@ -541,7 +542,7 @@ class Evaluator:
                 part = self._stage_part(staging, checkpoint, pending)
                 seconds = dict(clock.seconds)  # the manifest's timing: all but its own writing and the commit
                 timing = self._timing(time.perf_counter() - started, load_seconds, timer, seconds, documents)
-                self._write_manifest(part, checkpoint, pending, timing, majority)
+                self._write_manifest(part, checkpoint, pending, timing, majority, sampled)
                 self.store.commit(part, checkpoint, part_name)
         timing = self._timing(time.perf_counter() - started, load_seconds, timer, clock.stop(), documents)
         return Outcome(checkpoint, "evaluated", "", pending, timing, part_name)
@@ -725,8 +726,27 @@ class Evaluator:
                     out[full_name] = share
         return out
 
+    def _sampled(self, pipeline: Any) -> dict[str, int]:
+        """`task|fewshot` -> the documents evaluated, for each task --max-samples cut short of its evaluation split:
+        the score table's `sampled_documents` (a cap above a task's size samples nothing and is not recorded)."""
+        if not self.spec.max_samples:
+            return {}
+        documents = getattr(pipeline, "documents_dict", {})
+        out = {}
+        for task in getattr(pipeline, "tasks_dict", {}).values():
+            evaluated = len(documents.get(task.full_name, ()))
+            if evaluated < len(task.eval_docs()):
+                out[task.full_name] = evaluated
+        return out
+
     def _write_manifest(
-        self, part: Path, checkpoint: Checkpoint, pending: list[str], timing: Timing, majority: dict[str, float]
+        self,
+        part: Path,
+        checkpoint: Checkpoint,
+        pending: list[str],
+        timing: Timing,
+        majority: dict[str, float],
+        sampled: dict[str, int],
     ) -> None:
         import lighteval
 
@@ -735,6 +755,7 @@ class Evaluator:
             "tasks": pending,
             "task_info": self._task_info(pending),
             "majority_baseline": majority,
+            "sampled_documents": sampled,
             "model_args": self.spec.model_args(),
             "settings": self.spec.settings(),
             "engine": self.spec.engine if self.spec.backend == "accelerate" else None,

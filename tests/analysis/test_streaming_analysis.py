@@ -37,6 +37,26 @@ def test_synthetic_sweep_streamed_equals_memory(tmp_path: Path) -> None:
     assert _streamed_equals_memory(table, tmp_path / "t.parquet", partition_rows=3_000) > 1_000
 
 
+def test_sampled_documents_reach_the_decisions_streamed_as_in_memory(tmp_path: Path) -> None:
+    from analysis.pipeline import analyse
+
+    table = make_synthetic_table(n_tasks=8, n_runs=3, n_seeds=2, n_steps=6).sort("task", maintain_order=True)
+    tasks = table.get_column("task").unique().sort().to_list()
+    sampled = {tasks[0]: 30, tasks[1]: 50}  # a third task: 40 at one step only, so the task's largest is 40
+    table = table.with_columns(
+        pl.col("task").replace_strict(sampled, default=None, return_dtype=pl.Int64).alias("sampled_documents")
+    ).with_columns(
+        pl.when((pl.col("task") == tasks[2]) & (pl.col("step") == pl.col("step").max()))
+        .then(40)
+        .otherwise(pl.col("sampled_documents"))
+        .alias("sampled_documents")
+    )
+    _streamed_equals_memory(table, tmp_path / "t.parquet", partition_rows=300)
+    decisions = analyse(validate(table, source="t")[0], CONFIG).selection.decisions
+    got = dict(decisions.select("task", "sampled_documents").unique().iter_rows())
+    assert got == {task: {**sampled, tasks[2]: 40}.get(task) for task in tasks}
+
+
 def test_bootstrap_cis_streamed_equal_memory(tmp_path: Path) -> None:
     """CIs are seeded per group size, so a group's interval does not depend on the partition it is in."""
     table = make_synthetic_table(n_tasks=12, n_runs=4, n_seeds=3, n_steps=8)

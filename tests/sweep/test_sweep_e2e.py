@@ -247,6 +247,28 @@ def test_the_majority_answers_share_of_the_evaluated_documents_is_recorded(refer
     assert table.get_column("majority_baseline").unique().to_list() == [1.0]
 
 
+def test_scores_on_a_sample_record_how_many_documents_and_a_plain_file_its_cap(world, reference_sweep, tmp_path):
+    assert "sampled_documents" not in reference_sweep[1].columns  # every document scored: no column
+    runs = tmp_path / "runs"
+    shutil.copytree(world["runs"] / "mix-a", runs / "mix-a")
+    checkpoints = [c for c in discover([str(runs)]).checkpoints if c.step in (1, 3)]
+    out = tmp_path / "sampled"
+    assert run_sweep(spec_for(out, max_samples=4), checkpoints, progress=False).counts == {"evaluated": 2}
+    table = sorted_table(out)
+    assert table.get_column("sampled_documents").unique().to_list() == [4]  # 4 of the 6 toy documents
+    # lighteval's own results file of that part, read as a plain lighteval output: only the cap is known
+    plain = tmp_path / "plain" / "results_2026-01-01T00-00-00.json"
+    plain.parent.mkdir()
+    shutil.copy(next((out / "results").rglob("results.json")), plain)
+    assert json.loads(plain.read_text())["config_general"]["max_samples"] == 4
+    frame, _ = collect([plain.parent], custom_tasks=TOY_TASKS)
+    assert frame.get_column("sampled_documents").unique().to_list() == [4]
+    # a cap above every task's size samples nothing
+    whole = tmp_path / "whole"
+    run_sweep(spec_for(whole, max_samples=50), checkpoints[:1], progress=False)
+    assert "sampled_documents" not in sorted_table(whole).columns
+
+
 def test_slurm_executor_sweeps_as_a_job_array(world, reference_sweep, tmp_path):
     """The real sbatch path (the one-node cluster of .ci/slurm.sh): two array tasks of three checkpoints each."""
     from finetasks_afr.sweep.run import SlurmOptions

@@ -362,6 +362,31 @@ def test_select_cli_on_the_folder(tmp_path: Path, leaderboard: Loaded) -> None:
     assert set(decisions["language"]) == {"hau", "yor", "swa"}
 
 
+def test_scores_under_limit_are_flagged_in_the_table_select_decisions_and_report(tmp_path: Path) -> None:
+    folder = tmp_path / "leaderboard"
+    shutil.copytree(LEADERBOARD, folder)
+    path = folder / "afro-lab__afro-160m" / "results_2026-03-05T09-30-00.000000.json"
+    data = json.loads(path.read_text())
+    data["config"]["limit"] = 50.0  # lm-eval records --limit as given; n-samples says what it cut
+    data["n-samples"]["sib_hau_prompt_1"]["effective"] = 50
+    path.write_text(json.dumps(data))
+    frame, _ = read_scores(folder)
+    sampled = frame.filter(pl.col("sampled_documents").is_not_null())
+    assert sampled.select("run", "step", "task").unique().rows() == [("afro-160m", 4000, "sib_hau_prompt_1")]
+    assert sampled.get_column("sampled_documents").unique().to_list() == [50]
+    collected, _ = collect([folder])
+    assert collected.sort(list(frame.columns[:6])).equals(frame.sort(list(frame.columns[:6])))
+    out = tmp_path / "selection"
+    result = CliRunner().invoke(app, ["select", str(folder), "--out", str(out), "--no-figures"])
+    assert result.exit_code == 0, result.output
+    assert "sampled scores: 1 task(s)" in result.output and "sib_hau_prompt_1 (50)" in result.output
+    decisions = pl.read_csv(out / "decisions.csv")
+    flagged = decisions.filter(pl.col("sampled_documents").is_not_null())
+    assert flagged.get_column("task").unique().to_list() == ["sib_hau_prompt_1"]
+    assert "sampled scores: 1 task(s)" in (out / "report.md").read_text()
+    assert "sampled scores: 1 task(s)" in (out / "report.html").read_text()
+
+
 def test_collect_cli_on_the_folder(tmp_path: Path, leaderboard: Loaded) -> None:
     frame, _ = leaderboard
     target = tmp_path / "scores.parquet"
