@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,10 @@ simulate: install
 DEMO_OUT ?= out/demo
 demo: install
 	$(CLI) demo --out $(DEMO_OUT)
+
+## The quick demo: the same chain on 2 seeds x 300 steps (less evidence), into out/demo-quick/.
+demo-quick: install
+	$(CLI) demo --quick
 
 ## The demo, then its sweep, truth and mixes copied over the bundled default of `select` (finetasks_afr/data/, in git).
 bundle: install

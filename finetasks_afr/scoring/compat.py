@@ -87,6 +87,17 @@ Fix 6: option case (issue 26, item 5). lighteval's templates pass every option, 
     case says nothing, and the prompts stay lighteval's. On the Bridging-the-Gap MMLU test files this keeps the case
     of 7-19 options per language (tests/scoring/test_option_case.py).
 
+Fix 7: the prediction cache of a local model (issue 40). lighteval keeps every prediction in
+    `Path(cache_dir) / model_name / <hash of the model config>`; a local model is named by its path, and Path joins
+    drop `cache_dir` before an absolute one, so `lighteval accelerate model_name=/abs/checkpoint-800` writes
+    `checkpoint-800/8057d472a34c8165/...` into the user's checkpoint folder; the hash reads only the config, so the
+    same path after its weights changed in place returns the OLD predictions (from any cache directory). The fix:
+    for a model_name that is a local directory, the cache goes to `<cache_dir>/local/<the directory's absolute
+    path, its root dropped>/<hash>` (lighteval's `cache_dir`, `~/.cache/huggingface/lighteval` by default, which
+    the model argument `cache_dir=` moves) and the hash also reads the name, size and modification time of every
+    weights file (`*.safetensors`, `*.bin`, `*.pt`, `*.pth`); hub names keep lighteval's layout. A sweep
+    evaluates with a fresh cache under its own staging folder (`lighteval_runtime.prediction_cache_in`).
+
 What is patched (originals kept in `_ORIGINALS`; the wrappers carry the `_COMPAT_MARK` attribute):
     - `lighteval.models.transformers.transformers_model.TransformersModel.loglikelihood` (the `@cached` public
       method; wrapping outside the cache also repairs responses read back from a cache written before the fix):
@@ -130,6 +141,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
+import hashlib
 import importlib.metadata
 import inspect
 import logging
@@ -137,6 +149,7 @@ import math
 import os
 import random
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -152,7 +165,8 @@ FIX_ROLLING = "loglikelihood_rolling"
 FIX_BOOTSTRAP = "stderr_bootstrap_pool"
 FIX_FEWSHOT_LIMIT = "fewshot_limit"
 FIX_OPTION_CASE = "option_case"
-FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING, FIX_BOOTSTRAP, FIX_FEWSHOT_LIMIT, FIX_OPTION_CASE)
+FIX_CACHE_LOCATION = "local_model_cache"
+FIXES = (FIX_TOKEN_NORM, FIX_PMI, FIX_ROLLING, FIX_BOOTSTRAP, FIX_FEWSHOT_LIMIT, FIX_OPTION_CASE, FIX_CACHE_LOCATION)
 # The modules whose `capitalize` / `decapitalize` fix 6 replaces (each only where it has the name).
 CASE_MODULES = (
     "lighteval.tasks.templates.utils.formatting_utils",
@@ -262,6 +276,17 @@ def bootstrap_pool_present() -> bool:
 
     source = _source(_original(_bootstrap_internal, "__call__"))
     return source is not None and "mp.Pool(" in source
+
+
+def cache_location_bug_present() -> bool:
+    """lighteval's prediction cache still lives at `Path(cache_dir) / model_name / hash`: inside the folder of a
+    local model named by its absolute path (fix 7)."""
+    from lighteval.utils.cache_management import SampleCache
+
+    source = _source(_original(SampleCache, "__init__"))
+    if source is None:  # no source to read: trust the version guard
+        return True
+    return "/self.model_config.model_name/self.model_hash" in "".join(source.split())
 
 
 def zero_shot_sampler_bug_present() -> bool:
@@ -382,6 +407,11 @@ _PROBES: tuple[tuple[str, Callable[[], bool], str], ...] = (
         "the few-shot sampler no longer raises TypeError on documents without gold",
     ),
     (FIX_OPTION_CASE, lambda: option_case_bug_present(), "the templates no longer capitalise every option"),
+    (
+        FIX_CACHE_LOCATION,
+        lambda: cache_location_bug_present(),
+        "SampleCache no longer joins cache_dir and model_name into its directory",
+    ),
 )
 
 
@@ -443,6 +473,10 @@ def _install() -> None:
             for name in ("capitalize", "decapitalize"):
                 if name in module.__dict__:
                     _patch(module, name, _wrap_case_change)
+    if FIX_CACHE_LOCATION in _ACTIVE:
+        from lighteval.utils.cache_management import SampleCache
+
+        _patch(SampleCache, "__init__", _wrap_cache_init)
     if FIX_PMI in _ACTIVE:
         from lighteval.pipeline import Pipeline
 
@@ -953,3 +987,51 @@ def _wrap_case_change(original: Callable) -> Callable:
         return original(word)
 
     return change_case
+
+
+# ------------------------------------------------------------------------ fix 7: the cache of a local model
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def init_sample_cache(cache: Any, model_config: Any, directory: Path, model_hash: str) -> None:
+    """What lighteval's `SampleCache.__init__` sets, with the cache at `directory / model_hash`: the one place
+    that knows those attributes (fix 7 and the sweep's `prediction_cache_in` both build their caches here)."""
+    cache.model_config = model_config
+    cache.model_hash = model_hash
+    cache.cache_dir = Path(directory) / model_hash
+    cache.cache_dir.mkdir(parents=True, exist_ok=True)
+    cache.registry = None
+    cache.existing_indices = cache._load_cached_indices()
+    cache._task_hashes = {}
+
+
+def weights_fingerprint(folder: Path) -> str:
+    """Name, size and modification time of every weights file directly in `folder`: what changes when a checkpoint
+    is overwritten in place, read without hashing gigabytes."""
+    entries = []
+    for path in sorted(folder.iterdir()):
+        if path.is_file() and path.name.endswith(WEIGHT_SUFFIXES):
+            info = path.stat()
+            entries.append(f"{path.name}:{info.st_size}:{info.st_mtime_ns}")
+    return ";".join(entries)
+
+
+def local_cache_directory(cache_dir: str, model_name: str) -> Path:
+    """`<cache_dir>/local/<the model folder's absolute path without its root>`: never inside the model folder."""
+    folder = Path(model_name).expanduser().resolve()
+    return Path(cache_dir).expanduser() / "local" / Path(*folder.parts[1:])
+
+
+def _wrap_cache_init(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def __init__(self: Any, model_config: Any) -> None:  # noqa: N807 (the method it replaces)
+        folder = Path(str(model_config.model_name)).expanduser()
+        if not folder.is_dir():  # a hub name: lighteval's layout is right
+            original(self, model_config)
+            return
+        config_hash = self.get_model_hash(model_config)
+        digest = hashlib.sha256(f"{config_hash}|{weights_fingerprint(folder)}".encode()).hexdigest()[:16]
+        init_sample_cache(self, model_config, local_cache_directory(model_config.cache_dir, str(folder)), digest)
+
+    return __init__

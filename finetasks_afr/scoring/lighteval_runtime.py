@@ -111,14 +111,10 @@ def prediction_cache_in(directory: Path) -> Iterator[None]:
     from lighteval.models.abstract_model import ModelConfig
     from lighteval.utils.cache_management import SampleCache
 
+    from finetasks_afr.scoring.compat import init_sample_cache
+
     def init(self: SampleCache, model_config: ModelConfig) -> None:
-        self.model_config = model_config
-        self.model_hash = self.get_model_hash(model_config)
-        self.cache_dir = Path(directory) / self.model_hash
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        self.registry = None
-        self.existing_indices = self._load_cached_indices()
-        self._task_hashes = {}
+        init_sample_cache(self, model_config, Path(directory), self.get_model_hash(model_config))
 
     with mock.patch.object(SampleCache, "__init__", init):
         yield

@@ -52,7 +52,7 @@ def test_lighteval_accelerate_cli_reports_every_metric(setup: tuple[Path, Path],
     command = [
         lighteval,
         "accelerate",
-        f"model_name={model},device=cpu,batch_size=64,max_length=512",
+        f"model_name={model},device=cpu,batch_size=64,max_length=512,cache_dir={tmp_path / 'lighteval-cache'}",
         ",".join(EXPECTED),
         "--custom-tasks",
         str(PROJECT / "finetasks_afr" / "tasks.py"),
@@ -61,8 +61,13 @@ def test_lighteval_accelerate_cli_reports_every_metric(setup: tuple[Path, Path],
         "--max-samples",
         "6",
     ]
+    before = sorted(p.name for p in model.iterdir())
     run = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    # the prediction cache (compat fix 7) is under cache_dir, never in the model's folder (stock: model/<hash>/)
+    assert sorted(p.name for p in model.iterdir()) == before
+    cached = tmp_path / "lighteval-cache" / "local" / Path(*model.resolve().parts[1:])
+    assert any(cached.rglob("*.parquet")), sorted(map(str, (tmp_path / "lighteval-cache").rglob("*")))[:10]
     results_files = list((tmp_path / "out" / "results").rglob("results_*.json"))
     assert len(results_files) == 1
     results = json.loads(results_files[0].read_text())["results"]
