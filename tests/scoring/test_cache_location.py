@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from finetasks_afr.scoring import compat
 
 
-def _config(model: Path, cache_dir: Path):
+def _config(model: Path, cache_dir: Path) -> Any:
     from lighteval.models.transformers.transformers_model import TransformersModelConfig
 
     return TransformersModelConfig(model_name=str(model), cache_dir=str(cache_dir), device="cpu")
@@ -42,7 +43,7 @@ def test_stock_lighteval_writes_the_cache_of_an_absolute_model_path_into_the_mod
             compat.apply()
 
 
-def test_the_fix_keeps_the_cache_under_cache_dir_and_renews_it_when_the_weights_change(model, tmp_path) -> None:
+def test_the_fix_keeps_the_cache_under_cache_dir_and_renews_it_when_weights_change(model: Path, tmp_path: Path) -> None:
     from lighteval.utils.cache_management import SampleCache
 
     compat.apply()
