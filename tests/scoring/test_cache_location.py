@@ -28,7 +28,9 @@ def model(tmp_path: Path) -> Path:
     return folder
 
 
-def test_stock_lighteval_writes_the_cache_of_an_absolute_model_path_into_the_model_folder(model, tmp_path) -> None:
+def test_stock_lighteval_writes_the_cache_of_an_absolute_model_path_into_its_folder(
+    model: Path, tmp_path: Path
+) -> None:
     from lighteval.utils.cache_management import SampleCache
 
     was = compat.applied()
