@@ -1,4 +1,5 @@
-"""Processes of a command: workers that die with their parent, and Ctrl-C or SIGTERM as one line, not tracebacks.
+"""Processes of a command: workers that die with their parent, and Ctrl-C, SIGTERM or SIGHUP as one line, not
+tracebacks.
 
 **Dying with the parent.** `kill -9` of a command gives its pool workers no chance to be told; they are re-parented
 (to init or a subreaper) and, left alone, run their queue to the end, writing figures or evaluating checkpoints
@@ -11,15 +12,17 @@ parent's pid and ends the worker within `POLL_SECONDS` of the parent's death. A 
 KeyboardInterrupt and print a traceback, and a second Ctrl-C during the parent's shutdown added the parent's. So a
 worker is the parent's to stop: `quiet_child` (the first line of a worker; `die_with_parent` calls it too) ignores
 SIGINT, and `starting_children` keeps SIGINT blocked while workers are spawned, so that a Ctrl-C during a worker's
-start-up (seconds of imports) waits unseen and is then discarded. The parent runs `handle_interrupts`: the first
-SIGINT or SIGTERM raises `Interrupted` (a KeyboardInterrupt, so every `finally` and staged write unwinds as for
+start-up (seconds of imports) waits unseen and is then discarded. A closed terminal sends SIGHUP to the same group:
+a worker ignores it too, and the parent treats it as SIGTERM (unless SIGHUP was already ignored when the command
+started, as under `nohup`: then it stays ignored). The parent runs `handle_interrupts`: the first
+SIGINT, SIGTERM or SIGHUP raises `Interrupted` (a KeyboardInterrupt, so every `finally` and staged write unwinds as for
 Ctrl-C, and the code that started workers stops them: `stop_processes`); a second is noted and ignored while that
 shutdown runs; a third ends the process at once (its workers follow within `POLL_SECONDS`). An `Interrupted` that
 Python could not raise (the handler ran inside a destructor or a weakref callback, which print "Exception ignored"
 and go on) is not lost: the unraisable hook sends the signal again, to be raised outside.
 
 `run_interruptible` (around the CLI) turns the interrupt into one line on stderr and the shell's exit code,
-128 + the signal: 130 for SIGINT, 143 for SIGTERM. What the line says beyond the signal is the command's
+128 + the signal: 130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP. What the line says beyond the signal is the command's
 (`set_interrupt_note`): a sweep says that its store is consistent and a rerun resumes.
 """
 
@@ -38,6 +41,7 @@ from typing import TypeVar
 
 POLL_SECONDS = 0.5
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+HANGUP = (signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()  # a closed terminal (POSIX only)
 FORCE_AFTER = 3  # the third signal ends the process without waiting for its shutdown
 REDELIVER_SECONDS = 0.05  # an interrupt dropped inside a destructor is sent again after this
 DEFAULT_NOTE = "stopped before it finished; rerun the same command"
@@ -68,7 +72,7 @@ def die_with_parent() -> None:
 
 
 class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM received by a command that runs `handle_interrupts`."""
+    """SIGINT, SIGTERM or SIGHUP received by a command that runs `handle_interrupts`."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(signal_name(signum))
@@ -164,7 +168,8 @@ _default_unraisable = sys.unraisablehook
 
 
 def handle_interrupts() -> None:
-    """Route SIGINT and SIGTERM of this process to `Interrupted` (see the module's docstring). Idempotent.
+    """Route SIGINT, SIGTERM and SIGHUP of this process to `Interrupted` (see the module's docstring); a SIGHUP
+    ignored when the command started (`nohup`) stays ignored. Idempotent.
 
     Only from the main thread (Python runs signal handlers there); elsewhere it does nothing.
     """
@@ -172,8 +177,26 @@ def handle_interrupts() -> None:
         return
     for signum in SIGNALS:
         signal.signal(signum, _on_signal)
+    for signum in HANGUP:
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, _on_signal)
+    _spare_the_resource_tracker()
     sys.unraisablehook = _unraisable
     _state.installed = True
+
+
+def _spare_the_resource_tracker() -> None:
+    """multiprocessing's resource tracker (one helper process per command that uses semaphores or shared memory)
+    ignores SIGINT and SIGTERM but dies of the SIGHUP a closing terminal sends the whole group: its parent then
+    relaunches it and the new one prints a KeyError traceback per semaphore it never saw, plus "leaked semaphore"
+    warnings. The tracker is spawned with the signals of `resource_tracker._IGNORED_SIGNALS` blocked and unblocks
+    only SIGINT and SIGTERM itself, so adding SIGHUP there keeps it blocked in the tracker: it outlives the hangup
+    and ends with its parent, as after Ctrl-C. (A CPython detail: where the name is missing, nothing changes.)"""
+    from multiprocessing import resource_tracker
+
+    ignored = getattr(resource_tracker, "_IGNORED_SIGNALS", None)
+    if isinstance(ignored, tuple) and HANGUP and not set(HANGUP) <= set(ignored):
+        resource_tracker._IGNORED_SIGNALS = (*ignored, *HANGUP)  # type: ignore[attr-defined]
 
 
 def run_interruptible(command: Callable[[], T]) -> T:
@@ -214,7 +237,7 @@ def starting_children() -> Iterator[None]:
         yield
         return
     _state.deferring += 1
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, *HANGUP})
     try:
         yield
     finally:
@@ -225,11 +248,13 @@ def starting_children() -> Iterator[None]:
 
 
 def quiet_child() -> None:
-    """In a worker process: ignore SIGINT (the terminal's Ctrl-C reaches the whole group; the parent stops its
-    workers), and unblock it, discarding one held since `starting_children`. SIGTERM keeps its default: it ends the
-    worker at once, with nothing printed."""
+    """In a worker process: ignore SIGINT and SIGHUP (the terminal's Ctrl-C, or its closing, reaches the whole
+    group; the parent stops its workers), and unblock SIGINT, discarding one held since `starting_children`. SIGTERM
+    keeps its default: it ends the worker at once, with nothing printed."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    for signum in HANGUP:
+        signal.signal(signum, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, *HANGUP})
 
 
 class Stopped(SystemExit):

@@ -1,7 +1,7 @@
 """The `finetasks-afr` command line: `main` (the console script) and `app` (the typer application).
 
-Ctrl-C or SIGTERM ends any command with one line on stderr and exit code 130 or 143, never a traceback
-(`analysis.base.processes.run_interruptible`). For that to hold from the first moment, `main` takes over the two
+Ctrl-C, SIGTERM or SIGHUP ends any command with one line on stderr and exit code 130, 143 or 129, never a traceback
+(`analysis.base.processes.run_interruptible`). For that to hold from the first moment, `main` takes over the three
 signals before it imports the application: loading typer, rich, polars and every command module takes most of a
 second, and a Ctrl-C then would be Python's KeyboardInterrupt traceback. So this package imports nothing heavy
 itself, and `app` (defined in :mod:`finetasks_afr.cli.application`) is handed out on first use:

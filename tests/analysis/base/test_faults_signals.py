@@ -1,6 +1,7 @@
-"""Ctrl-C and SIGTERM (issue 25, part 5): any `finetasks-afr` command ends with one line on stderr and exit code
-130 (SIGINT) or 143 (SIGTERM), no traceback from its workers or itself, no process of its group left running, and
-a state that the same command resumes.
+"""Ctrl-C, SIGTERM and a closed terminal's SIGHUP (issue 25, part 5; issue 41): any `finetasks-afr` command ends with
+one line on stderr and exit code 130 (SIGINT), 143 (SIGTERM) or 129 (SIGHUP, unless ignored from the start: nohup),
+no traceback from its workers or itself, no process of its group left running, and a state that the same command
+resumes.
 
 The sweeps run as real processes of the installed console script, in a process group of their own: SIGINT goes to
 the whole group, as a terminal's Ctrl-C does (the workers receive it too), SIGTERM to the parent only, as `kill`
@@ -178,7 +179,10 @@ def test_a_second_ctrl_c_during_shutdown_adds_no_traceback(world, tmp_path):
 # 4. Any command: select, with its figure workers
 
 
-def test_ctrl_c_of_select_while_it_draws_figures_says_one_line_and_exits_130(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "terminal-closed"])
+def test_ctrl_c_or_a_closed_terminal_during_select_s_figures_says_one_line_and_leaves_nothing(tmp_path, signum):
+    """SIGHUP (issue 41, case 5): before, exit 129 with no message, "5 leaked semaphore objects", and the staging
+    folder and lock left beside --out."""
     from finetasks_afr.data.bundled import BUNDLED_SWEEP
 
     out = tmp_path / "selection"
@@ -188,12 +192,13 @@ def test_ctrl_c_of_select_while_it_draws_figures_says_one_line_and_exits_130(tmp
         assert process.poll() is None, f"select ended before the signal: {process.communicate()}"
         assert time.monotonic() < deadline, "no figure was drawn in time"
         time.sleep(0.02)
-    os.killpg(process.pid, signal.SIGINT)
+    os.killpg(process.pid, signum)
     code, stderr = finish(process)
-    assert code == 130, stderr[-4000:]
-    assert_one_line(stderr, "SIGINT")
+    assert code == 128 + signum, stderr[-4000:]
+    assert_one_line(stderr, signal.Signals(signum).name)
     assert_group_ends(process.pid)
     assert not out.exists(), "a half-made selection took the place of --out"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [], "staging or lock left beside --out"
 
 
 # --------------------------------------------------------------------------------------------------
@@ -233,3 +238,33 @@ def test_a_ctrl_c_raised_inside_a_destructor_still_ends_the_command(tmp_path):
     stdout, stderr = process.communicate(timeout=30)
     assert (process.returncode, stdout) == (130, ""), stderr
     assert_one_line(stderr, "SIGINT")
+
+
+NOHUP = textwrap.dedent(
+    """
+    import time
+    from analysis.base.processes import run_interruptible
+
+    def work():
+        print("ready", flush=True)
+        time.sleep(1.5)
+        print("finished", flush=True)
+
+    run_interruptible(work)
+    """
+)
+
+
+def test_a_command_started_under_nohup_keeps_ignoring_sighup(tmp_path):
+    """`nohup finetasks-afr sweep ...` means: go on when the terminal closes. A SIGHUP ignored at the start stays
+    ignored; only a SIGHUP the command would have died of becomes an interrupt."""
+    script = tmp_path / "nohup.py"
+    script.write_text(NOHUP, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),  # what nohup does before exec
+    )  # fmt: skip
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.send_signal(signal.SIGHUP)
+    stdout, stderr = process.communicate(timeout=30)
+    assert (process.returncode, stdout, stderr) == (0, "finished\n", "")
