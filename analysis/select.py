@@ -399,6 +399,7 @@ def read_decisions(path: Path, tasks: set[str] | None = None) -> pl.DataFrame:
             "pass the decisions.csv that `finetasks-afr select` wrote"
         )
     frame = frame.with_columns(_parse_kept(frame, path), _parse_fewshot(frame, path))
+    frame = frame.with_columns(pl.col("task", "metric").str.normalize("NFC"))  # the table's names are in NFC
     kept = frame.filter(pl.col("kept"))
     if kept.is_empty():
         raise DecisionsError(

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from analysis.base.io import safe_file_name
-from analysis.base.names import control_character_problem
+from analysis.base.names import control_character_problem, nfc
 
 WEIGHT_FILES = (
     "model.safetensors",
@@ -469,7 +469,7 @@ def discover(
             f"{len(incomplete)} checkpoint folder(s) cannot be evaluated: {listing}; "
             "fix: finish or delete them, or pass --skip-incomplete to evaluate the others"
         )
-    _check_names(found)
+    found = _checked_names(found)
     _check_unique(found)
     if steps is not None:
         wanted = set(steps)
@@ -478,12 +478,16 @@ def discover(
     return Discovery(found, incomplete)
 
 
-def _check_names(found: list[Checkpoint]) -> None:
-    """Run names (given with NAME= or read from folder names) must be printable (`analysis.base.names`)."""
+def _checked_names(found: list[Checkpoint]) -> list[Checkpoint]:
+    """Run names (given with NAME= or read from folder names) must be printable, and are taken in NFC
+    (`analysis.base.names`): a folder copied from macOS names the same run in its decomposed form."""
+    checked = []
     for checkpoint in found:
         problem = control_character_problem(checkpoint.run, "run name", f"checkpoint {checkpoint.path}")
         if problem:
             raise DiscoveryError(f"{problem} (or name the run with NAME[:SEED]=PATH)")
+        checked.append(replace(checkpoint, run=nfc(checkpoint.run)))
+    return checked
 
 
 def _check_unique(found: list[Checkpoint]) -> None:
@@ -491,8 +495,23 @@ def _check_unique(found: list[Checkpoint]) -> None:
     for checkpoint in found:
         key = (checkpoint.run, checkpoint.seed, checkpoint.step)
         if key in seen:
-            raise DiscoveryError(
-                f"two checkpoints are {checkpoint.label}: {seen[key].path} and {checkpoint.path}; "
-                "fix: name the runs explicitly with NAME[:SEED]=PATH"
-            )
+            raise DiscoveryError(_two_checkpoints(seen[key], checkpoint))
         seen[key] = checkpoint
+
+
+def _two_checkpoints(first: Checkpoint, second: Checkpoint) -> str:
+    """Why two checkpoints have one identity, and the fix."""
+    local = first.revision is None and second.revision is None
+    if local and Path(first.path).resolve() == Path(second.path).resolve():
+        return (
+            f"the checkpoint folder {first.path} is given twice as {first.label} (through a symbolic link to it, or "
+            "the same run source twice); fix: pass each run once, by one path"
+        )
+    message = f"two checkpoints are {first.label}: {first.path} and {second.path}"
+    if local and nfc(first.path) == nfc(second.path):
+        return (
+            f"{message}; their paths are the same name in two Unicode forms (composed and decomposed, e.g. a run "
+            "copied from macOS), which count as one name; fix: merge the two folders into one, or name the runs "
+            "apart with NAME[:SEED]=PATH"
+        )
+    return f"{message}; fix: name the runs explicitly with NAME[:SEED]=PATH"

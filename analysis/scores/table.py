@@ -39,7 +39,13 @@ import polars as pl
 
 from analysis.base.encoding import TextEncodingError, check_user_text_file
 from analysis.base.io import atomic_write
-from analysis.base.names import CONTROL_PATTERN, control_character_problem, describe_control_characters
+from analysis.base.names import (
+    CONTROL_PATTERN,
+    control_character_problem,
+    describe_control_characters,
+    lookalike_note,
+    non_nfc,
+)
 from analysis.base.ordinal import distinct, ordinal_key, starts_run, text_codes
 from analysis.base.write_errors import writing
 from analysis.scores.metrics import chance_levels, known_metric_help, metric_info
@@ -244,6 +250,8 @@ def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
 
 
 _TEXT_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if SCHEMA[c] == pl.String())
+LOOKALIKE_COLUMNS: tuple[str, ...] = ("run", "task", "language", "benchmark")
+"""The names a reader tells apart on sight (ranking rows, report sections); distinct ones that print alike are noted."""
 
 
 def _refuse_control_characters(distinct_values: Mapping[str, pl.Series], source: str) -> None:
@@ -272,10 +280,13 @@ def _distinct_text(frame: pl.DataFrame) -> dict[str, pl.Series]:
 
 def _strip_text(
     frame: pl.DataFrame, source: str
-) -> tuple[pl.DataFrame, dict[str, list[str]], list[str], dict[str, pl.Series]]:
-    """Strip leading/trailing whitespace from the text columns; returns the frame, the distinct padded values of each
-    changed column (for the load report's note), the columns changed and the sorted distinct values of every text
-    column after stripping.
+) -> tuple[pl.DataFrame, dict[str, list[str]], dict[str, list[str]], dict[str, pl.Series]]:
+    """Strip leading/trailing whitespace from the text columns and put every name in Unicode NFC; returns the frame,
+    the distinct padded values of each changed column and the distinct values not in NFC (for the load report's
+    notes), and the sorted distinct values of every text column after both.
+
+    NFC (`analysis.base.names.nfc`): one run name typed on Linux and one copied from macOS (`mix-é` composed and
+    decomposed) print alike and must not be two runs whose seeds are never pooled.
 
     A trailing space makes "belebele_hau " a task of its own that no suite file, config or plot would ever name,
     and it is never what a producer meant (task, metric and run names have no spaces at their ends), so it is
@@ -289,7 +300,11 @@ def _strip_text(
     changed = [c for c in _TEXT_COLUMNS if padded[c].len()]
     stripped = frame.with_columns(pl.col(c).str.strip_chars() for c in changed)
     values = {c: raw[c].str.strip_chars().unique().sort() if c in changed else raw[c] for c in _TEXT_COLUMNS}
-    return stripped, {c: padded[c].to_list() for c in changed}, changed, values
+    renamed = {c: non_nfc(values[c].to_list()) for c in _TEXT_COLUMNS}
+    renamed = {c: mapping for c, mapping in renamed.items() if mapping}
+    stripped = stripped.with_columns(pl.col(c).replace(mapping) for c, mapping in renamed.items())
+    values.update({c: values[c].replace(mapping).unique().sort() for c, mapping in renamed.items()})
+    return stripped, {c: padded[c].to_list() for c in changed}, {c: sorted(m) for c, m in renamed.items()}, values
 
 
 def _check_nulls(frame: pl.DataFrame, source: str) -> None:
@@ -678,7 +693,11 @@ def _key_unique(coded: pl.DataFrame, values: Mapping[str, pl.Series]) -> bool:
 
 
 def _check_duplicates(
-    ordered: pl.DataFrame, sort_key: pl.Series | None, source: str, stripped: Sequence[str] = ()
+    ordered: pl.DataFrame,
+    sort_key: pl.Series | None,
+    source: str,
+    stripped: Sequence[str] = (),
+    renamed: Sequence[str] = (),
 ) -> None:
     """KEY must be unique (a null seed counts as a value); once sorted, repeats are adjacent."""
     if sort_key is not None:
@@ -698,6 +717,13 @@ def _check_duplicates(
     if stripped_key:
         what += f" (compared after stripping spaces from {', '.join(stripped_key)}: 'x ' and 'x' are one name)"
         fix = "keep one of the rows that differ only by spaces around the name, or " + fix
+    renamed_key = [c for c in renamed if c in KEY]
+    if renamed_key:
+        what += (
+            f" (compared in Unicode NFC, as {', '.join(renamed_key)} held names in two forms, composed and "
+            "decomposed, that print alike and are one name)"
+        )
+        fix = "keep one of the rows whose names differ only in their Unicode form, or " + fix
     _raise(source, [_problem(KEY, repeats, what, examples, fix)])
 
 
@@ -740,6 +766,8 @@ class PartialReport:
     nan_counts: dict[str, int] = field(default_factory=dict)  # stderr / random_baseline -> NaN values nulled
     chance_filled: dict[str, int] = field(default_factory=dict)  # metric -> rows given its chance level
     checkpoints: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_CHECKPOINT_SCHEMA))
+    renamed: dict[str, list[str]] = field(default_factory=dict)  # text column -> its distinct values not in NFC
+    names: dict[str, list[str]] = field(default_factory=dict)  # LOOKALIKE_COLUMNS -> distinct values (NFC)
 
     @staticmethod
     def combine(parts: Sequence[PartialReport], source: str) -> PartialReport:
@@ -763,6 +791,8 @@ class PartialReport:
                 for m in {m for p in parts for m in p.chance_filled}
             },
             checkpoints,
+            {c: sorted({v for p in parts for v in p.renamed.get(c, [])}) for c in _TEXT_COLUMNS},
+            {c: sorted({v for p in parts for v in p.names.get(c, [])}) for c in LOOKALIKE_COLUMNS},
         )
 
 
@@ -778,11 +808,13 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
     frame, extra = _select_columns(frame, source)
     frame = _cast(frame, source)
     _check_nulls(frame, source)
-    frame, padded, stripped, values = _strip_text(frame, source)
+    frame, padded, renamed, values = _strip_text(frame, source)
     frame, dropped, dropped_examples = _drop_nan_scores(frame)
     frame, nan_counts = _null_nan_stderr(frame)
     frame, chance_filled = _fill_chance_baselines(frame, values["metric"])
     partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts, chance_filled)
+    partial.renamed = renamed
+    partial.names = {c: values[c].to_list() for c in LOOKALIKE_COLUMNS}
     if not frame.height:
         return frame, partial
     if dropped:  # names only in the dropped rows are no longer the table's
@@ -799,7 +831,7 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
     )  # fmt: skip
     if sort or not _key_unique(coded, values):
         ordered, sort_key = _sort(frame, coded, values)
-        _check_duplicates(ordered, sort_key, source, stripped)
+        _check_duplicates(ordered, sort_key, source, list(padded), list(renamed))
         frame = ordered if sort else frame
     return frame, partial
 
@@ -829,6 +861,12 @@ def finish_report(partial: PartialReport) -> LoadReport:
         + ", ".join(repr(v) for v in values[:3])
         for c, values in ((c, partial.padded[c]) for c in _TEXT_COLUMNS if c in partial.padded)
     ]
+    notes += [
+        f"read {len(values):,} distinct '{c}' value(s) in Unicode NFC, so that one name in two forms (composed and "
+        f"decomposed, e.g. copied from macOS) is one name: " + ", ".join(ascii(v) for v in values[:3])
+        for c, values in ((c, partial.renamed[c]) for c in _TEXT_COLUMNS if partial.renamed.get(c))
+    ]
+    notes += [note for c in LOOKALIKE_COLUMNS if (note := lookalike_note(c, partial.names.get(c, []))) is not None]
     notes += [
         f"set {partial.nan_counts[column]:,} NaN {column} values to null ({meaning})"
         for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline"))
@@ -923,6 +961,7 @@ def read_task_info(path: Path) -> dict[str, TaskInfo]:
             f"{path}: task-info CSV lacks column(s) {', '.join(missing)}; "
             f"fix: give it the header {','.join(_TASK_INFO_COLUMNS)}"
         )
+    frame = frame.with_columns(pl.col(*_TASK_INFO_COLUMNS[:5]).str.normalize("NFC"))  # as the table's names
     # An empty random_baseline (or NaN) is "no baseline" (NaN here, null in the table), which validation
     # accepts for lower-is-better metrics only.
     text = pl.col("random_baseline").str.strip_chars()

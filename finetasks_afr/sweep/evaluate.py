@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.base.encoding import TextEncodingError, read_user_text
 from analysis.base.io import atomic_write_text
-from analysis.base.names import control_character_problem
+from analysis.base.names import control_character_problem, nfc
 from analysis.base.write_errors import ANYWHERE_ERRNOS, REFUSED_WRITE_ERRNOS, os_error_behind, writing
 from analysis.scores.discover import Checkpoint
 from finetasks_afr.scoring import phases
@@ -110,7 +110,7 @@ def parse_tasks(spec: str | Path) -> list[str]:
         problem = control_character_problem(entry, "task entry", source)
         if problem:
             raise TaskListError(problem)
-        parts = entry.split("|")
+        parts = nfc(entry).split("|")
         if len(parts) == 3:
             parts = parts[1:]
         if len(parts) == 1:

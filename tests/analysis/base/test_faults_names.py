@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from pathlib import Path
 
 import polars as pl
@@ -45,10 +46,10 @@ def test_check_name_refuses_control_characters_and_names_them(name: str, shown: 
 
 @pytest.mark.parametrize("name", ["mix-α", "ìsọ̀rí", "a b", "mix-a/seed 1", "☃", "\u200dzwj"])
 def test_check_name_keeps_printable_names_of_any_script(name: str) -> None:
-    assert check_name(name, "run name", "x") == name
+    assert check_name(name, "run name", "x") == unicodedata.normalize("NFC", name)
 
 
-def _table(**overrides: str) -> pl.DataFrame:
+def _table(**overrides: object) -> pl.DataFrame:
     row = {
         "run": "mix-a", "seed": 1, "step": 100, "tokens": 1000, "task": "toy_yor_cf", "benchmark": "toy",
         "language": "yor", "category": "NLU", "formulation": "CF", "fewshot": 0, "metric": "acc", "score": 0.5,
@@ -228,3 +229,72 @@ def test_two_sweeps_naming_different_models_alike_become_two_runs(tmp_path: Path
         _sweep_part(tmp_path / f"sweep-{model}", Checkpoint("mix-a", 1, 2, None, path), score)
     frame, _ = collect([tmp_path / "sweep-llama-1b", tmp_path / "sweep-gemma-2b"])
     assert sorted(frame.select("run", "score").rows()) == [("gemma-2b/mix-a", 0.7), ("llama-1b/mix-a", 0.3)]
+
+
+# --------------------------------------------------------------------------------------------------
+# 3. One name in two Unicode forms is one name (issue 41, cases 2 and 3); look-alikes are said
+
+COMPOSED, DECOMPOSED = "mix-\u00e9", "mix-e\u0301"  # what Linux and macOS file names give for "mix-é"
+
+
+def test_a_table_with_one_run_name_in_two_forms_pools_them_and_says_so() -> None:
+    table = pl.concat([_table(run=COMPOSED, seed=1), _table(run=DECOMPOSED, seed=2), _table(run="mix-b")])
+    frame, report = validate(table, source="scores.csv")
+    assert sorted(frame["run"].unique()) == ["mix-b", COMPOSED]
+    assert sorted(frame.filter(pl.col("run") == COMPOSED)["seed"]) == [1, 2]
+    assert "Unicode NFC" in report.summary() and "mix-e\\u0301" in report.summary()
+
+
+def test_the_same_key_in_two_forms_is_a_duplicate_that_says_why() -> None:
+    with pytest.raises(ScoreTableError, match="Unicode NFC") as raised:
+        validate(pl.concat([_table(run=COMPOSED), _table(run=DECOMPOSED)]), source="scores.csv")
+    assert "repeat the key" in str(raised.value)
+
+
+def test_aggregate_ranks_one_run_for_a_name_in_two_forms(tmp_path: Path) -> None:
+    rows = [
+        _table(run=run, seed=seed, step=step, tokens=step * 10, score=0.3 + step / 1000 + bonus)
+        for run, bonus in ((COMPOSED, 0.05), (DECOMPOSED, 0.05), ("mix-b", 0.0))
+        for seed in (1, 2) for step in (100, 200, 300, 400)
+    ]  # fmt: skip
+    table = pl.concat(rows)
+    table = table.filter(~((pl.col("run") == DECOMPOSED) & (pl.col("seed") == 1)))
+    table = table.filter(~((pl.col("run") == COMPOSED) & (pl.col("seed") == 2)))
+    path = tmp_path / "scores.parquet"
+    table.write_parquet(path)
+    decisions = tmp_path / "decisions.csv"
+    decisions.write_text("task,fewshot,metric,kept\ntoy_yor_cf,0,acc,true\n", encoding="utf-8")
+    out = tmp_path / "aggregate"
+    result = CliRunner().invoke(app, ["aggregate", str(path), "--out", str(out), "--decisions", str(decisions)])
+    assert result.exit_code == 0, result.output
+    ranking = pl.read_csv(out / "ranking.csv")
+    assert sorted(ranking["run"]) == ["mix-b", COMPOSED]
+
+
+def test_distinct_names_that_print_alike_are_noted() -> None:
+    table = pl.concat([_table(run="mix-a"), _table(run="mix-a\u200b"), _table(run="ｍix-a")])
+    frame, report = validate(table, source="scores.csv")
+    assert frame["run"].n_unique() == 3  # distinct names stay distinct
+    assert "print alike" in report.summary() and "mix-a\\u200b" in report.summary()
+
+
+def test_run_folders_named_alike_in_two_forms_are_one_run(tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "runs" / COMPOSED / "seed-1" / "checkpoint-1")
+    make_checkpoint(tmp_path / "runs" / DECOMPOSED / "seed-2" / "checkpoint-1")
+    found = discover([str(tmp_path / "runs")]).checkpoints
+    assert [(c.run, c.seed) for c in found] == [(COMPOSED, 1), (COMPOSED, 2)]
+    make_checkpoint(tmp_path / "runs" / DECOMPOSED / "seed-1" / "checkpoint-1")
+    with pytest.raises(DiscoveryError, match="two Unicode forms"):
+        discover([str(tmp_path / "runs")])
+
+
+def test_task_list_entries_are_read_in_nfc(tmp_path: Path) -> None:
+    assert parse_tasks("belebele_e\u0301|0") == ["belebele_\u00e9|0"]
+
+
+def test_a_run_given_twice_through_a_symlink_says_so(tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "runs" / "mix-a" / "seed-1" / "checkpoint-1")
+    (tmp_path / "runs" / "mix-b").symlink_to(tmp_path / "runs" / "mix-a")  # a run folder linked to another
+    with pytest.raises(DiscoveryError, match="given twice") as raised:
+        discover([str(tmp_path / "runs")])
+    assert "symbolic link" in str(raised.value)
