@@ -316,7 +316,12 @@ def _local_checkpoints(
 ) -> tuple[list[Checkpoint], list[Incomplete]]:
     found: list[Checkpoint] = []
     incomplete: list[Incomplete] = []
-    for folder in sorted(folders):
+    folders = sorted(folders)
+    with_state = sum(1 for folder in folders if (folder / "trainer_state.json").is_file())
+    for folder in folders:
+        if with_state and not (folder / "trainer_state.json").is_file():
+            incomplete.append(Incomplete(str(folder), _no_state_reason(with_state)))
+            continue
         step = step_of(folder)
         if step is None:
             raise DiscoveryError(f"{folder}: no step in the folder name or its trainer_state.json (from {source}); "
@@ -328,6 +333,14 @@ def _local_checkpoints(
         tokens = tokens_of(folder, step, tokens_per_step)
         found.append(Checkpoint(run, seed, step, tokens, str(folder.resolve())))
     return found, incomplete
+
+
+def _no_state_reason(siblings: int) -> str:
+    """Why a checkpoint without trainer_state.json is not evaluated when its siblings have one."""
+    return (
+        f"no trainer_state.json, which {siblings} sibling checkpoint(s) of its run have: the HF Trainer writes it "
+        "last, so this checkpoint is probably still being written (evaluated now, its token count would be missing)"
+    )
 
 
 def _from_directory(

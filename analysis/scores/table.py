@@ -881,7 +881,26 @@ def finish_report(partial: PartialReport) -> LoadReport:
     if partial.n_rows:
         _check_token_order(source, checkpoints)
         report.notes += _token_spread_note(checkpoints)
+        report.notes += _partial_tokens_note(checkpoints)
     return report
+
+
+def _partial_tokens_note(checkpoints: pl.DataFrame) -> list[str]:
+    """A note naming the checkpoints without a token count beside others of their run and seed that have one (a
+    checkpoint evaluated while its trainer was still writing it, a results file from elsewhere): they drop out of
+    every token window (consistency) and token axis, which must not go unsaid."""
+    seed = pl.col("seed").fill_null(-1)
+    mixed = checkpoints.filter(
+        pl.col("tokens").is_null() & pl.col("tokens").is_not_null().any().over("run", seed)
+    ).sort("run", "seed", "step")
+    if mixed.is_empty():
+        return []
+    shown = ", ".join(f"run={r['run']} seed={_fmt(r['seed'])} step={r['step']}" for r in mixed.head(3).rows(named=True))
+    return [
+        f"tokens: {mixed.height:,} checkpoint(s) have no token count while other checkpoints of their run and seed "
+        f"have one ({shown}): they are left out of token windows (consistency) and token axes; fix: re-collect them "
+        "once their trainer_state.json is written, or pass --tokens-per-step"
+    ]
 
 
 # --------------------------------------------------------------------------------------------------

@@ -80,7 +80,11 @@ def sweep_command(
     tokens_per_step: Annotated[int | None, typer.Option(help=TOKENS_PER_STEP_HELP)] = None,
     steps: Annotated[str | None, typer.Option(help="Only these steps, comma-separated.")] = None,
     skip_incomplete: Annotated[
-        bool, typer.Option(help="Skip checkpoint folders without config or weights (listed) instead of failing.")
+        bool,
+        typer.Option(
+            help="Skip checkpoint folders without config or weights, or without the trainer_state.json their sibling "
+            "checkpoints have (still being written), listed, instead of failing; a rerun picks them up."
+        ),
     ] = False,
     revision_pattern: Annotated[
         str, typer.Option(help="Regex of hub revisions naming steps (group 1 = step).")

@@ -322,3 +322,50 @@ def test_a_lock_file_left_by_a_kill_after_its_staging_folder_was_removed_is_clea
     (tmp_path / "staging" / "host-1-abc.lock").write_text("")
     store.clean_stale_staging()
     assert not any((tmp_path / "staging").iterdir())
+
+
+# --------------------------------------------------------------------------------------------------
+# A checkpoint still being written (issue 41, case 4)
+
+
+def test_a_checkpoint_without_the_trainer_state_its_siblings_have_is_refused_then_picked_up(world, tmp_path):
+    """Before: evaluated at once (`evaluated 3`), its tokens null beside 512 and 1,024, accepted by select."""
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(world["runs"], runs)
+    state = {"global_step": 1, "num_input_tokens_seen": 512}
+    (runs / "mix" / "checkpoint-1" / "trainer_state.json").write_text(json.dumps(state))  # checkpoint-2: being saved
+    out = tmp_path / "sweep"
+    args = ["sweep", str(runs), "--tasks", GOOD, "--out", str(out), "--custom-tasks", str(world["module"])]
+    refused = CliRunner().invoke(app, [*args, "--max-length", "128"])
+    output = " ".join(refused.output.split())
+    assert_named_error(refused.exit_code, output, "checkpoint-2", "no trainer_state.json", "--skip-incomplete")
+    assert not (out / "results").exists()
+    skipped = CliRunner().invoke(app, [*args, "--max-length", "128", "--skip-incomplete"])
+    assert skipped.exit_code == 0, skipped.output
+    said = " ".join(skipped.output.split())
+    assert "skipping incomplete checkpoint" in said and "still being written" in said
+    assert sorted(collect([out])[0]["step"].unique()) == [1]
+    state = {"global_step": 2, "num_input_tokens_seen": 1024}
+    (runs / "mix" / "checkpoint-2" / "trainer_state.json").write_text(json.dumps(state))  # the save finished
+    resumed = CliRunner().invoke(app, [*args, "--max-length", "128", "--skip-incomplete"])
+    assert resumed.exit_code == 0, resumed.output
+    table, _ = collect([out])
+    assert table.select("step", "tokens").unique().sort("step").rows() == [(1, 512), (2, 1024)]
+
+
+def test_a_table_with_a_checkpoint_without_tokens_beside_counted_ones_says_so():
+    from analysis.scores.table import validate
+
+    rows = [
+        {"run": "mix-a", "seed": 1, "step": step, "tokens": tokens, "task": "toy_yor_cf", "benchmark": "toy",
+         "language": "yor", "category": "NLU", "formulation": "CF", "fewshot": 0, "metric": "acc", "score": 0.5,
+         "stderr": 0.01, "random_baseline": 0.25}
+        for step, tokens in ((1, 512), (2, 1024), (3, None))
+    ]  # fmt: skip
+    _, report = validate(pl.DataFrame(rows), source="scores.parquet")
+    assert "1 checkpoint(s) have no token count" in report.summary()
+    assert "run=mix-a seed=1 step=3" in report.summary()
+    _, all_null = validate(pl.DataFrame(rows).with_columns(pl.lit(None, pl.Int64).alias("tokens")), source="t")
+    assert "no token count" not in all_null.summary()  # a table without counts at all is another matter
