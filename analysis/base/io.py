@@ -32,6 +32,8 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.base.memory import LOCK_LEDGER_ENV
+
 TMP_SUFFIX = ".tmp"
 OUTPUT_MARKER = ".finetasks-afr-output"
 """The file that marks a directory as made by `staged_directory`: only such a directory is ever replaced."""
@@ -227,6 +229,46 @@ def lock_file(target: Path) -> Path:
     return target.parent / f".{target.name}.lock"
 
 
+def _note_in_ledger(path: Path) -> None:
+    """Note a lock taken in the file a supervising parent named (`analysis.base.memory.LOCK_LEDGER_ENV`), so that
+    after a crash it can release what this process could not (`release_after_crash`)."""
+    ledger = os.environ.get(LOCK_LEDGER_ENV)
+    if ledger:
+        with contextlib.suppress(OSError), open(ledger, "a", encoding="utf-8") as handle:  # noqa: PTH123
+            handle.write(f"{path}\n")
+
+
+def target_of_lock(path: Path) -> Path:
+    """The output a lock file (`lock_file`) belongs to."""
+    if path.name == ".finetasks-afr.lock":
+        return path.parent
+    return path.parent / path.name.removeprefix(".").removesuffix(".lock")
+
+
+def release_after_crash(ledger: Path) -> list[Path]:
+    """After a command noted in `ledger` crashed (an abort, the OOM killer): for each output it had locked that no
+    one holds now, finish or undo an interrupted swap and remove its staging folders (`recover_directory`), and the
+    lock file. Returns the outputs cleaned. An output another process holds is left to it."""
+    try:
+        paths = dict.fromkeys(ledger.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return []
+    cleaned = []
+    for line in filter(None, paths):
+        path = Path(line)
+        if not path.exists():
+            continue
+        target = target_of_lock(path)
+        try:
+            with output_lock(target, wait=0):
+                if target.is_dir() or _leftovers(target):
+                    recover_directory(target)
+        except (OSError, OutputDirectoryError):
+            continue  # held by another writer, or not ours to clean
+        cleaned.append(target)
+    return cleaned
+
+
 def lock_wait() -> float:
     """Seconds to wait for the lock of an output: `$FINETASKS_AFR_LOCK_WAIT`, else `DEFAULT_LOCK_WAIT`."""
     try:
@@ -302,6 +344,7 @@ def output_lock(
         return
     fd = _acquire(path, Path(target), lock_wait() if wait is None else wait, on_wait)
     _held[key] = (os.getpid(), 1)
+    _note_in_ledger(path)
     try:
         yield path
     finally:

@@ -60,11 +60,45 @@ def die_with_parent() -> None:
 
     It also makes the child quiet on Ctrl-C (`quiet_child`): its parent stops it.
     """
+    quiet_child()
+    watch_parent()
+
+
+def watch_parent() -> None:
+    """Exit within `POLL_SECONDS` once the parent process is gone (the thread of `die_with_parent`, alone)."""
     parent = os.getppid()
     if parent <= 1:  # already orphaned before the watch could start
         os._exit(1)
-    quiet_child()
     threading.Thread(target=_watch, args=(parent,), name="die-with-parent", daemon=True).start()
+
+
+CRASH_SIGNALS = frozenset({signal.SIGKILL, signal.SIGABRT, signal.SIGSEGV, signal.SIGBUS})
+"""How a process ends when memory runs out below Python: the OOM killer, a Rust or C allocator's abort."""
+
+
+def supervise(command: Sequence[str], env: dict[str, str], on_crash: Callable[[str], str]) -> int:
+    """Run `command` (the same program, as a child that `watch_parent`s) and return the exit code to end with.
+
+    The terminal's Ctrl-C and hangup reach the child in the same process group, and the child reports them (its own
+    `handle_interrupts`), so this process ignores them while it waits; a SIGTERM sent to this process alone (`kill`)
+    is passed on. A child ended by a signal of `CRASH_SIGNALS` gets `on_crash("was killed by SIGABRT")` printed as
+    the error and exit code 2; one ended by another signal, 128 + the signal, as a shell says.
+    """
+    import subprocess
+
+    child = subprocess.Popen(list(command), env=env)
+    for signum in (signal.SIGINT, *HANGUP):  # after the start: the child must not inherit them ignored
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: child.send_signal(signum))
+    code = child.wait()
+    if code >= 0:
+        return code
+    if -code in CRASH_SIGNALS:
+        with contextlib.suppress(OSError, ValueError):
+            print(f"error: {on_crash(f'was killed by {signal_name(-code)}')}", file=sys.stderr, flush=True)
+        return 2
+    return 128 - code
 
 
 # --------------------------------------------------------------------------------------------------

@@ -10,24 +10,78 @@ itself, and `app` (defined in :mod:`finetasks_afr.cli.application`) is handed ou
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.base.processes import handle_interrupts, run_interruptible
+from analysis.base.memory import (
+    LOCK_LEDGER_ENV,
+    SUPERVISED_ENV,
+    MemoryLimit,
+    below_floor,
+    is_out_of_memory,
+    memory_limits,
+    out_of_memory_message,
+    supervised,
+)
+from analysis.base.processes import handle_interrupts, run_interruptible, supervise, watch_parent
 
 if TYPE_CHECKING:
     from finetasks_afr.cli.application import app
 
 
 def main() -> None:
-    """The `finetasks-afr` console script and `python -m finetasks_afr.cli`."""
+    """The `finetasks-afr` console script and `python -m finetasks_afr.cli`.
+
+    Under a memory limit the command runs as a child of this process, which names an out-of-memory crash below
+    Python (a polars abort, the OOM killer) as such (`analysis.base.memory`); without one it runs here."""
+    limits = memory_limits()
+    refused = below_floor(limits)
+    if refused is not None:
+        print(f"error: {refused}", file=sys.stderr)
+        raise SystemExit(2)
+    if limits and not supervised():
+        raise SystemExit(_run_supervised(limits))
+    if supervised():
+        watch_parent()  # a supervising parent killed with -9 takes its command along
     handle_interrupts()
 
     def run() -> None:
         from finetasks_afr.cli.application import app
 
-        app()
+        try:
+            app()
+        except BaseException as error:  # typer re-raises what a command did not handle; a polars panic is a
+            if isinstance(error, KeyboardInterrupt | SystemExit) or not is_out_of_memory(error):  # BaseException
+                raise
+            print(f"error: {out_of_memory_message(f'raised {type(error).__name__}', limits)}", file=sys.stderr)
+            raise SystemExit(2) from None
 
     run_interruptible(run)
+
+
+def _run_supervised(limits: list[MemoryLimit]) -> int:
+    """This command again, as a child (`analysis.base.processes.supervise`): a crash is named, and the outputs the
+    child had locked are released and cleaned (`analysis.base.io.release_after_crash`); the exit code to end with."""
+    import tempfile
+
+    command = [sys.executable, *([sys.argv[0]] if Path(sys.argv[0]).is_file() else ["-m", "finetasks_afr.cli"])]
+    handle, name = tempfile.mkstemp(prefix="finetasks-afr-locks-", suffix=".txt")
+    os.close(handle)
+    ledger = Path(name)
+
+    def on_crash(ended: str) -> str:
+        from analysis.base.io import release_after_crash
+
+        release_after_crash(ledger)
+        return out_of_memory_message(ended, limits)
+
+    try:
+        env = {**os.environ, SUPERVISED_ENV: "1", LOCK_LEDGER_ENV: str(ledger)}
+        return supervise([*command, *sys.argv[1:]], env, on_crash)
+    finally:
+        ledger.unlink(missing_ok=True)
 
 
 def __getattr__(name: str) -> Any:
