@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.base.encoding import TextEncodingError, decode_user_text, foreign_encoding
+from analysis.base.encoding import TextEncodingError, decode_user_text, foreign_encoding, unmarked_wide_encoding
 from analysis.config import ConfigError, load_config
 from analysis.scores.read import read_scores
 from analysis.scores.table import SCHEMA, ScoreTableError, read_task_info, write_scores
@@ -60,6 +60,23 @@ def test_a_utf8_csv_with_a_mark_reads_and_a_utf16_one_is_named(tmp_path: Path) -
         read_scores(wide)
     result = CliRunner().invoke(app, ["select", str(wide), "--out", str(tmp_path / "sel"), "--no-figures"])
     assert result.exit_code == 2 and "UTF-16 text" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("encoding", "expected"), [("utf-16-le", "UTF-16LE"), ("utf-16-be", "UTF-16BE"), ("utf-32-le", "UTF-32")]
+)
+def test_a_wide_csv_without_a_mark_is_named_not_read_as_one_field_per_line(
+    tmp_path: Path, encoding: str, expected: str
+) -> None:
+    """Issue 41, case 6: before, polars read it and the error was "line 6077 has 1 field"."""
+    wide = tmp_path / "wide.csv"
+    wide.write_bytes(table_csv().encode(encoding))
+    with pytest.raises(
+        ScoreTableError, match=rf"wide\.csv: {expected} text \(no byte order mark; .*iconv -f {expected}"
+    ):
+        read_scores(wide)
+    for text in (table_csv(), "ìsọ̀rí,Ọ̀rọ̀ kan\n" * 50, "a,b\n"):  # UTF-8, non-ASCII UTF-8, tiny: never flagged
+        assert unmarked_wide_encoding(text.encode("utf-8")) is None
 
 
 def test_task_info_csv(tmp_path: Path) -> None:
