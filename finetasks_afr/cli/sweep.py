@@ -106,7 +106,13 @@ def sweep_command(
     """Evaluate every checkpoint of the runs on the tasks; resumable (rerun the same command to continue)."""
     from analysis.scores.discover import DiscoveryError, discover, token_override_note
     from finetasks_afr.data.sources import DATA_DIR_ENV
-    from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, SweepSpec, TaskListError, parse_tasks
+    from finetasks_afr.sweep.evaluate import (
+        DEFAULT_CUSTOM_TASKS,
+        SweepSpec,
+        TaskListError,
+        parse_tasks,
+        tokenizer_problem,
+    )
     from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
     from finetasks_afr.sweep.store import SweepStoreError
 
@@ -154,6 +160,9 @@ def sweep_command(
         )
     except ValueError as error:  # --backend / --engine outside their choices
         raise fail(str(error)) from error
+    missing_tokenizer = tokenizer_problem(found.checkpoints, tokenizer)
+    if missing_tokenizer is not None:
+        raise fail(missing_tokenizer)
     slurm = SlurmOptions(
         partition=slurm_partition,
         time_min=slurm_time_min,

@@ -26,7 +26,7 @@ import platform
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,6 +184,29 @@ def check_fewshot_limits(tasks: list[str]) -> None:
             found.append(problem)
     if found:
         raise TaskListError("--tasks: " + "; ".join(found))
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.json",
+                   "vocab.txt", "tiktoken.model")  # fmt: skip
+"""Files one of which a checkpoint folder holds when it carries its own tokenizer (fast, SentencePiece, BPE, WordPiece,
+tiktoken)."""
+
+
+def tokenizer_problem(checkpoints: Sequence[Checkpoint], tokenizer: str | None) -> str | None:
+    """The named error for local checkpoints saved without a tokenizer when no `--tokenizer` is given (lighteval
+    would load each model and then fail with transformers' `Couldn't instantiate the backend tokenizer`), or None."""
+    if tokenizer:
+        return None
+    local = [c for c in checkpoints if c.revision is None and Path(c.path).is_dir()]
+    bare = [c for c in local if not any((Path(c.path) / name).is_file() for name in TOKENIZER_FILES)]
+    if not bare:
+        return None
+    shown = ", ".join(c.path for c in bare[:3]) + (f" and {len(bare) - 3} more" if len(bare) > 3 else "")
+    return (
+        f"{len(bare)} checkpoint(s) hold no tokenizer ({shown}: none of {', '.join(TOKENIZER_FILES)}); fix: pass "
+        "--tokenizer with the tokenizer the run was trained with (a folder or a hub id), or save it beside the "
+        "weights (tokenizer.save_pretrained)"
+    )
 
 
 @dataclass

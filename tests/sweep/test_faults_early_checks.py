@@ -104,9 +104,26 @@ def test_a_task_whose_data_is_in_no_mirror_is_named_before_any_model_loads(
     checkpoint.mkdir(parents=True)
     (checkpoint / "config.json").write_text(json.dumps({"model_type": "not-a-model"}), encoding="utf-8")
     (checkpoint / "model.safetensors").write_bytes(b"not weights")
+    (checkpoint / "tokenizer.json").write_text("{}", encoding="utf-8")  # not a tokenizer either
     out = tmp_path / "sweep"
     result = invoke("sweep", str(tmp_path / "runs"), "--tasks", "afrixnli_hau_mcf|5", "--out", str(out))
     said = flat(result)
     assert result.exit_code == 1, result.output  # a failed checkpoint, as for any broken task
     assert "afrixnli_hau_mcf|5: hub-only (masakhane/afrixnli), no mirror configured" in said, said
     assert "run online once" in said and "Traceback" not in result.output
+
+
+def test_checkpoints_saved_without_a_tokenizer_are_named_with_the_tokenizer_option(tmp_path: Path) -> None:
+    """Issue 41, case 6: before, each checkpoint loaded and then failed with transformers' raw `ValueError: Couldn't
+    instantiate the backend tokenizer`, without the --tokenizer hint."""
+    for step in (1, 2):
+        checkpoint = tmp_path / "runs" / "mix-a" / "seed-1" / f"checkpoint-{step}"
+        checkpoint.mkdir(parents=True)
+        (checkpoint / "config.json").write_text("{}", encoding="utf-8")
+        (checkpoint / "model.safetensors").write_bytes(b"weights")
+    out = tmp_path / "sweep"
+    result = invoke("sweep", str(tmp_path / "runs"), "--tasks", "sib200_yor_cf|0", "--out", str(out))
+    said = flat(result)
+    assert result.exit_code == 2, said
+    assert "2 checkpoint(s) hold no tokenizer" in said and "fix: pass --tokenizer" in said, said
+    assert "Traceback" not in result.output and not (out / "results").exists()
