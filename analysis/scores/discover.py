@@ -435,12 +435,24 @@ class Discovery:
     incomplete: list[Incomplete]
 
 
+_PATH_LIKE_NAME = re.compile(r"^(?P<run>[^=]*[/\\][^=]*?)(?::\d+)?=(?P<source>.+)$")
+
+
 def parse_source(source: str) -> tuple[tuple[str, int | None] | None, str]:
-    """Split `NAME[:SEED]=WHERE` into ((name, seed), where); a plain source has no name."""
+    """Split `NAME[:SEED]=WHERE` into ((name, seed), where); a plain source has no name. A NAME with a path
+    separator (`../../evil=PATH`) is refused as a bad name when WHERE exists and the whole is not a path: a run name
+    becomes a folder of the sweep store and must not climb out of it."""
     match = _NAMED.match(source)
     if match and not Path(source).exists():
         seed = match.group("seed")
         return (match.group("run"), None if seed is None else int(seed)), match.group("source")
+    path_like = _PATH_LIKE_NAME.match(source)
+    if path_like and not Path(source).exists() and Path(path_like.group("source")).exists():
+        raise DiscoveryError(
+            f"{source}: the run name {path_like.group('run')!r} holds a path separator; a run name is a plain name "
+            "(it becomes a folder of the sweep store); fix: NAME=PATH with a name without '/' or '\\', "
+            "e.g. mix-a=PATH"
+        )
     return None, source
 
 

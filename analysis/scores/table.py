@@ -768,6 +768,7 @@ class PartialReport:
     checkpoints: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_CHECKPOINT_SCHEMA))
     renamed: dict[str, list[str]] = field(default_factory=dict)  # text column -> its distinct values not in NFC
     names: dict[str, list[str]] = field(default_factory=dict)  # LOOKALIKE_COLUMNS -> distinct values (NFC)
+    unscored_runs: list[str] = field(default_factory=list)  # runs whose every row here had a NaN score
 
     @staticmethod
     def combine(parts: Sequence[PartialReport], source: str) -> PartialReport:
@@ -793,6 +794,7 @@ class PartialReport:
             checkpoints,
             {c: sorted({v for p in parts for v in p.renamed.get(c, [])}) for c in _TEXT_COLUMNS},
             {c: sorted({v for p in parts for v in p.names.get(c, [])}) for c in LOOKALIKE_COLUMNS},
+            sorted({r for p in parts for r in p.unscored_runs} - {r for p in parts for r in p.names.get("run", [])}),
         )
 
 
@@ -814,11 +816,13 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
     frame, chance_filled = _fill_chance_baselines(frame, values["metric"])
     partial = PartialReport(source, frame.height, dropped, dropped_examples, extra, padded, nan_counts, chance_filled)
     partial.renamed = renamed
-    partial.names = {c: values[c].to_list() for c in LOOKALIKE_COLUMNS}
+    seen_runs = values["run"].to_list()
+    if dropped and frame.height:  # names only in the dropped rows are no longer the table's
+        values = _distinct_text(frame)
+    partial.names = {c: values[c].to_list() if frame.height else [] for c in LOOKALIKE_COLUMNS}
+    partial.unscored_runs = sorted(set(seen_runs) - set(partial.names["run"]))
     if not frame.height:
         return frame, partial
-    if dropped:  # names only in the dropped rows are no longer the table's
-        values = _distinct_text(frame)
     coded = _coded_key(frame, values)
     summaries = _summaries(coded, values)
     _run_checks(
@@ -867,6 +871,12 @@ def finish_report(partial: PartialReport) -> LoadReport:
         for c, values in ((c, partial.renamed[c]) for c in _TEXT_COLUMNS if partial.renamed.get(c))
     ]
     notes += [note for c in LOOKALIKE_COLUMNS if (note := lookalike_note(c, partial.names.get(c, []))) is not None]
+    if partial.unscored_runs:
+        shown = ", ".join(repr(run) for run in partial.unscored_runs[:5])
+        notes.append(
+            f"{len(partial.unscored_runs)} run(s) have no score that is a number ({shown}: every one of their rows "
+            "had a NaN score and was dropped), so they are in no statistic and no ranking; fix: re-evaluate them"
+        )
     notes += [
         f"set {partial.nan_counts[column]:,} NaN {column} values to null ({meaning})"
         for column, meaning in (("stderr", "unknown"), ("random_baseline", "no random baseline"))

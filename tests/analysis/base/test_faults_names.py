@@ -298,3 +298,20 @@ def test_a_run_given_twice_through_a_symlink_says_so(tmp_path: Path) -> None:
     with pytest.raises(DiscoveryError, match="given twice") as raised:
         discover([str(tmp_path / "runs")])
     assert "symbolic link" in str(raised.value)
+
+
+def test_a_run_name_with_a_path_separator_is_a_bad_name_not_a_missing_directory(tmp_path: Path) -> None:
+    make_checkpoint(tmp_path / "runs" / "checkpoint-1")
+    with pytest.raises(DiscoveryError, match=r"the run name '\.\./\.\./evil' holds a path separator") as raised:
+        discover([f"../../evil={tmp_path / 'runs'}"])
+    assert "not a directory" not in str(raised.value)
+    assert [c.run for c in discover([f"mix-a={tmp_path / 'runs'}"]).checkpoints] == ["mix-a"]
+
+
+def test_a_run_whose_every_score_is_nan_is_named_not_only_counted() -> None:
+    table = pl.concat([_table(run="mix-a"), _table(run="mix-c", score=float("nan")), _table(run="mix-b")])
+    frame, report = validate(table, source="scores.csv")
+    assert sorted(frame["run"]) == ["mix-a", "mix-b"]
+    assert "1 run(s) have no score that is a number ('mix-c'" in report.summary()
+    partly = pl.concat([_table(run="mix-a"), _table(run="mix-a", step=200, score=float("nan"))])
+    assert "no score that is a number" not in validate(partly, source="t")[1].summary()
