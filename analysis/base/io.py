@@ -307,7 +307,8 @@ def _acquire(path: Path, target: Path, wait: float, on_wait: Callable[[str], Non
         except FileNotFoundError:
             same = False
         if same:
-            _record(fd)
+            with contextlib.suppress(OSError):  # the record only names the holder; a full disk must not keep the
+                _record(fd)  # lock file (0 bytes) after the command: it is removed on release like any other
             return fd
         os.close(fd)  # the holder removed the file as it let go: whoever locks the new one is next
 

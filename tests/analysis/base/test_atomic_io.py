@@ -185,3 +185,23 @@ def test_try_lock_records_its_holder_for_those_who_find_it_taken(tmp_path: Path)
         with try_lock(path) as again:
             assert not again  # flock: per open file, so a second open in one process is refused too
         assert (lock_holder(path) or "").startswith(holder_name())
+
+
+def test_a_lock_whose_holder_record_hits_a_full_disk_still_goes_with_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41, case 6: collect and aggregate left a 0-byte `.NAME.lock` after a full-disk failure: writing the
+    holder's name failed (ENOSPC) after the file was made and truncated, before the lock was in force."""
+    import errno
+
+    import analysis.base.io as io
+
+    def full(fd: int) -> None:
+        os.ftruncate(fd, 0)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(io, "_record", full)
+    target = tmp_path / "aggregate"
+    with output_lock(target) as lock:
+        assert lock.exists() and lock.read_bytes() == b""
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
