@@ -100,11 +100,47 @@ class Incomplete:
 
 
 def missing_files(directory: Path) -> list[str]:
-    """What a loadable transformers checkpoint lacks: its config and any weights file."""
+    """What a loadable transformers checkpoint lacks: its config, any weights file, every shard its index names,
+    and the full length of each safetensors file (`truncated_safetensors`: a save still being written)."""
     missing = [] if (directory / "config.json").is_file() else ["config.json"]
     if not any((directory / name).is_file() for name in WEIGHT_FILES):
         missing.append("weights (" + " or ".join(WEIGHT_FILES) + ")")
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        missing += [f"{shard} (named by {index})" for shard in _missing_shards(directory / index)]
+    missing += [f"the end of {name}" for name in truncated_safetensors(directory)]
     return missing
+
+
+def _missing_shards(index: Path) -> list[str]:
+    """The weight files a sharded checkpoint's index names that are not there (none when there is no index)."""
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    shards = sorted(set(weight_map.values())) if isinstance(weight_map, dict) else []
+    return [shard for shard in shards if isinstance(shard, str) and not (index.parent / shard).is_file()]
+
+
+def truncated_safetensors(directory: Path) -> list[str]:
+    """The safetensors files in `directory` shorter than their own header says (8 bytes of header length, the JSON
+    header, then the tensors up to the largest `data_offsets` end): a file still being copied or saved. A file whose
+    header does not parse is left to the loader, which names what is wrong with it."""
+    short = []
+    for path in sorted(directory.glob("*.safetensors")):
+        try:
+            with path.open("rb") as handle:
+                length = int.from_bytes(handle.read(8), "little")
+                header = json.loads(handle.read(length)) if 0 < length < 100_000_000 else None
+            size = path.stat().st_size
+        except (OSError, ValueError):
+            continue
+        if not isinstance(header, dict):
+            continue
+        ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__" and isinstance(t, dict)
+                and isinstance(t.get("data_offsets"), list) and len(t["data_offsets"]) == 2]  # fmt: skip
+        if size < 8 + length + max(ends, default=0):
+            short.append(path.name)
+    return short
 
 
 def step_of(directory: Path) -> int | None:

@@ -540,7 +540,9 @@ class Evaluator:
             part_name = "part-" + part_id(pending, self.spec.model_args())
             with phases.phase(phases.LOAD), prediction_cache_in(staging / "cache"):
                 load_started = time.perf_counter()
+                before = _weights_state(checkpoint)
                 model = self._load_model(checkpoint)
+                _check_unchanged(checkpoint, before)
                 load_seconds = time.perf_counter() - load_started
             timer = self._forward_timer(model)
             with phases.phase(phases.TRACKER):
@@ -790,6 +792,24 @@ class Evaluator:
         }
         with writing(part / PART_MANIFEST):
             atomic_write_text(part / PART_MANIFEST, json.dumps(manifest, indent=2) + "\n")
+
+
+def _weights_state(checkpoint: Checkpoint) -> str | None:
+    """The name, size and modification time of a local checkpoint's weights files (None for a hub model)."""
+    from finetasks_afr.scoring.compat import weights_fingerprint
+
+    folder = Path(checkpoint.path)
+    return weights_fingerprint(folder) if checkpoint.revision is None and folder.is_dir() else None
+
+
+def _check_unchanged(checkpoint: Checkpoint, before: str | None) -> None:
+    """Refuse a checkpoint whose weights changed while they were read (a save or copy still under way): what was
+    loaded may be half old, half new. It is not committed, so the next run of the sweep evaluates it again."""
+    if before is not None and _weights_state(checkpoint) != before:
+        raise RuntimeError(
+            f"the weights of {checkpoint.path} changed while they were read (still being written?); not evaluated: "
+            "rerun the sweep once the checkpoint is complete"
+        )
 
 
 def evaluate_shard(

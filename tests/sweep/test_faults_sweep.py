@@ -369,3 +369,46 @@ def test_a_table_with_a_checkpoint_without_tokens_beside_counted_ones_says_so():
     assert "run=mix-a seed=1 step=3" in report.summary()
     _, all_null = validate(pl.DataFrame(rows).with_columns(pl.lit(None, pl.Int64).alias("tokens")), source="t")
     assert "no token count" not in all_null.summary()  # a table without counts at all is another matter
+
+
+def test_weights_that_change_while_read_are_not_evaluated_and_the_rerun_picks_them_up(world, tmp_path, monkeypatch):
+    import shutil
+
+    from finetasks_afr.sweep.evaluate import Evaluator
+    from finetasks_afr.sweep.run import run_sweep
+
+    runs = tmp_path / "runs"
+    shutil.copytree(world["runs"], runs)
+    original = Evaluator._load_model
+
+    def load_while_a_save_goes_on(self, checkpoint):
+        model = original(self, checkpoint)
+        weights = Path(checkpoint.path) / "model.safetensors"
+        weights.write_bytes(weights.read_bytes())  # the trainer rewrites the file meanwhile: a new mtime
+        os.utime(weights, ns=(1, 1))
+        return model
+
+    spec = SweepSpec(tasks=[GOOD], out_dir=str(tmp_path / "sweep"), custom_tasks=str(world["module"]), max_length=128)
+    checkpoints = discover([str(runs)]).checkpoints
+    monkeypatch.setattr(Evaluator, "_load_model", load_while_a_save_goes_on)
+    first = run_sweep(spec, checkpoints, progress=False)
+    assert first.counts == {"failed": 2}
+    assert all("changed while they were read" in outcome.reason for outcome in first.outcomes)
+    monkeypatch.setattr(Evaluator, "_load_model", original)
+    assert run_sweep(spec, checkpoints, progress=False).counts == {"evaluated": 2}
+
+
+def test_a_truncated_safetensors_file_or_a_missing_shard_is_an_incomplete_checkpoint(world, tmp_path):
+    import shutil
+
+    runs = tmp_path / "runs"
+    shutil.copytree(world["runs"], runs)
+    weights = runs / "mix" / "checkpoint-2" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-100])  # a copy still under way
+    index = runs / "mix" / "checkpoint-1" / "model.safetensors.index.json"
+    index.write_text(json.dumps({"weight_map": {"w": "model.safetensors", "v": "model-00002-of-00002.safetensors"}}))
+    found = discover([str(runs)], allow_incomplete=True)
+    assert found.checkpoints == []
+    reasons = {Path(item.path).name: item.reason for item in found.incomplete}
+    assert "the end of model.safetensors" in reasons["checkpoint-2"]
+    assert "model-00002-of-00002.safetensors (named by model.safetensors.index.json)" in reasons["checkpoint-1"]
