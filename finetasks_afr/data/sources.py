@@ -168,6 +168,36 @@ SOURCES: Mapping[str, DatasetSource] = LazyMapping(_discover)
 """Every dataset of the suite, by key, in benchmark-module order."""
 
 
+LICENCES: Mapping[str, str] = {
+    "afridiacritics": "Apache-2.0 on the card, but built from MAFAND (CC-BY-NC-4.0): treat as non-commercial",
+    "afrihate": "Apache-2.0 on the card, CC-BY-4.0 on mteb's copy (conflicting)",
+    "afrimgsm": "Apache-2.0 (not re-checked)",
+    "afrimmlu": "Apache-2.0 (not re-checked)",
+    "afriqa": "CC-BY-SA-4.0 (hub), CC-BY-4.0 (raw release)",
+    "afrisenti": "CC-BY-4.0",
+    "afrixnli": "Apache-2.0 (not re-checked)",
+    "belebele": "CC-BY-SA-4.0",
+    "winogrande_afr": "Apache-2.0",
+    "mmlu_clinical_afr": "MIT",
+    "mmlu_en": "MIT",
+    "global_mmlu": "Apache-2.0",
+    "injongointent": "CC-BY-4.0 per mteb's copy (the card names none)",
+    "mafand": "CC-BY-NC-4.0: non-commercial",
+    "masakhanews": "AfL (not re-checked)",
+    "naijarc": "not checked",
+    "nollysenti": "CC-BY-4.0 (the release's README)",
+    "ntrex": "not verified (upstream NTREX-128: CC-BY-SA-4.0)",
+    "openai_mmmlu": "MIT",
+    "salt": "not verified",
+    "sib200": "CC-BY-SA-4.0",
+    "uhura_arc_easy": "not checked",
+    "uhura_truthfulqa": "MIT on the card now; cc-by-nc-4.0 on 2024 captures of the card: possibly non-commercial",
+    "xlsum": "CC-BY-NC-SA-4.0: non-commercial",
+}
+"""Each dataset's licence as far as it was checked (the "licence" column of docs/tasks-and-data.md says the same;
+tests/data keeps one entry per source): what an exported copy of its documents (`finetasks-afr export`) carries."""
+
+
 def data_dir() -> Path | None:
     """The mirror root from ``$FINETASKS_AFR_DATA_DIR``; None when unset or empty."""
     value = os.environ.get(DATA_DIR_ENV, "").strip()

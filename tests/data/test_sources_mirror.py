@@ -696,3 +696,13 @@ def test_cli_sources(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(DATA_DIR_ENV, raising=False)
     result = CliRunner().invoke(data_app, ["sources"])
     assert result.exit_code == 0 and "refs/pr/1" in result.output
+
+
+def test_every_source_has_its_licence_recorded_as_the_docs_table_says() -> None:
+    """What an exported copy of a dataset's documents carries (`finetasks-afr export lm-eval`'s README)."""
+    from finetasks_afr.data.sources import LICENCES, SOURCES
+
+    assert set(LICENCES) == set(SOURCES)
+    table = (Path(__file__).resolve().parents[2] / "docs" / "tasks-and-data.md").read_text(encoding="utf-8")
+    for key in ("sib200", "belebele", "afrisenti", "mafand", "xlsum", "openai_mmmlu"):
+        assert LICENCES[key].split(":")[0] in table, key

@@ -1,0 +1,41 @@
+"""`finetasks-afr export lm-eval`: a selection's fine tasks as an lm-evaluation-harness task folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from finetasks_afr.cli.common import console, fail, named_write_errors, require_output_dir
+
+export_app = typer.Typer(no_args_is_help=True)
+
+
+@export_app.command("lm-eval")
+def lm_eval_command(
+    selection: Annotated[Path, typer.Argument(help="The --out of a `finetasks-afr select` (holds decisions.csv).")],
+    out: Annotated[Path, typer.Option("--out", help="The lm-eval task folder to write (replaced whole).")],
+) -> None:
+    """Write the kept tasks as lm-eval 0.4 tasks (documents rendered by this project) and one group per language."""
+    from analysis.select import DecisionsError
+    from finetasks_afr.export.lm_eval import ExportError, export_lm_eval
+
+    require_output_dir(out)
+    try:
+        with named_write_errors(out, kept="the previous folder"):
+            result = export_lm_eval(selection, out)
+    except (DecisionsError, ExportError) as error:
+        raise fail(str(error)) from error
+    rendered = sum(1 for task in result.tasks if task.rows)
+    console.print(
+        f"[green]wrote[/] {escape(str(out))}: {rendered} task(s) rendered, "
+        f"{len(result.tasks) - rendered} lm-eval task(s) named, {len(result.groups)} group(s); README.md: how to run"
+    )
+    for name, why in sorted(result.skipped.items()):
+        console.print(f"[yellow]not exported:[/] {escape(name)}: {escape(why)}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(export_app, name="export", help="Export a selection's fine tasks for another harness (lm-eval).")

@@ -1,0 +1,1 @@
+"""Selections exported for other harnesses (lm-evaluation-harness)."""
