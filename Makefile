@@ -151,11 +151,14 @@ test-vllm: install
 ## The real lm-evaluation-harness 0.4.13 (its own .venv-lmeval: scripts/lmeval_env.sh) on tiny Llamas trained with the
 ## HF Trainer on unpacked data (seeds that saw different token counts), with lm-eval's own AfroBench task files on
 ## local data; then collect, select and make select-tasks on its folders, every value equal to lm-eval's JSON
-## (scripts/check_lm_eval.py -> out/lm-eval-check/check.json; about 4-6 minutes on 2 cores after the install).
+## (scripts/check_lm_eval.py -> out/lm-eval-check/check.json; about 4-6 minutes on 2 cores after the install); then
+## an exported selection (finetasks-afr export lm-eval) on the real lm-eval, every request, log-likelihood, metric and
+## group row equal to this project's (scripts/check_lm_eval_export.py -> out/lm-eval-check/export-check.json, 3-4 min).
 LMEVAL_VENV ?= .venv-lmeval
 test-lm-eval: install
 	LMEVAL_VENV=$(LMEVAL_VENV) bash scripts/lmeval_env.sh
 	VENV=$(VENV) $(LMEVAL_VENV)/bin/python scripts/check_lm_eval.py --cli $(abspath $(CLI)) --make $(MAKE) --out out/lm-eval-check
+	$(LMEVAL_VENV)/bin/python scripts/check_lm_eval_export.py --cli $(abspath $(CLI)) --out out/lm-eval-check
 
 ## The engine's tests on the oldest transformers pyproject.toml allows (4.54.0: a 2-D logits_to_keep is not sliced per
 ## row there, so the core's probe must pick its gathering hook; `from_pretrained` knows no `dtype`), in its own

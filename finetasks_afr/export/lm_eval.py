@@ -164,13 +164,17 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
         if any(partial_contexts(doc) is not None for doc in docs):
             skipped[name] = "partial scoring (one context per choice): not exported yet (lm-eval's multiple_input)"
             continue
-        rendered = [
-            {"context": prompts.prepare_prompt(doc), "choices": list(doc.choices), "gold": _gold(doc, name)}
-            for doc in docs
-        ]
+        rendered = [_choice_row(prompts, doc, name) for doc in docs]
         metrics = list(dict.fromkeys(["acc", "acc_norm", NEAREST[metric]]))
         tasks.append(ExportedTask(name, info.language, info.category, metrics, metric, rendered, dataset=info.dataset))
     return tasks, skipped
+
+
+def _choice_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
+    """One document as lm-eval's multiple_choice reads it: the context lighteval builds (few-shot examples
+    included), the choices, the gold index; and the document's own query, which names it across harnesses."""
+    return {"context": prompts.prepare_prompt(doc), "choices": list(doc.choices), "gold": _gold(doc, name),
+            "query": doc.query}  # fmt: skip
 
 
 def _gold(doc: Any, name: str) -> int:
