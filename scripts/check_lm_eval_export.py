@@ -16,7 +16,8 @@ checkpoints it reuses); `make test-lm-eval` runs both.
    requests are exactly the exported context and each choice (string equality), and their log-likelihoods equal
    this project's per choice to 1e-5 relative; every exported document was scored; acc and acc_norm of every
    exported choice task equal this project's exactly, and bits per byte to 1e-5 relative; each group's row is the
-   mean of its tasks; `finetasks-afr collect` reads lm-eval's output folder back into a score table.
+   mean of its members (a category group: of its tasks; a language: of its category groups); `finetasks-afr
+   collect` reads lm-eval's output folder back into a score table.
 
 Exit 0 when everything holds, 1 with the reason otherwise; a summary goes to OUT/export-check.json.
 """
@@ -170,9 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         run([cli, "--data-dir", str(mirror), "export", "lm-eval", str(selection), "--out", str(folder)], env,
             out / "logs" / "export.log")  # fmt: skip
         groups = sorted(p.stem for p in folder.glob("finetasks_afr_*.yaml"))
+        languages = [group for group in groups if group.count("_") == 2]  # finetasks_afr_<lang>: categories inside
         results_root = out / "lm-eval-results"
         run([str(args.lm_eval), "--model", "hf", "--model_args", f"pretrained={checkpoint},dtype=float32",
-             "--tasks", ",".join(groups), "--device", "cpu", "--batch_size", "16", "--log_samples",
+             "--tasks", ",".join(languages), "--device", "cpu", "--batch_size", "16", "--log_samples",
              "--include_path", str(root / "tasks"),
              "--output_path", str(results_root), "--seed", "1234"], env, out / "logs" / "lm_eval.log")  # fmt: skip
         sweep = out / "sweep"
@@ -210,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if values and not close(value, sum(values) / len(values)):
                     raise CheckError(f"group {group} {key} {value} is not the mean of {members}: {values}")
                 compared += bool(values)
-        if compared < len(groups):
+        if compared < len(groups) or not set(languages) < set(groups):
             raise CheckError(f"only {compared} group metrics compared for {len(groups)} groups")
         summary["group_metrics_compared"] = compared
         log(f"groups {', '.join(groups)}: each of {compared} metrics the mean of its tasks")

@@ -31,7 +31,8 @@ def lm_eval_command(
     rendered = sum(1 for task in result.tasks if task.rows)
     console.print(
         f"[green]wrote[/] {escape(str(out))}: {rendered} task(s) rendered, "
-        f"{len(result.tasks) - rendered} lm-eval task(s) named, {len(result.groups)} group(s); README.md: how to run"
+        f"{len(result.tasks) - rendered} lm-eval task(s) named, {len({t.language for t in result.tasks})} language "
+        "group(s); README.md: how to run"
     )
     for name, why in sorted(result.skipped.items()):
         console.print(f"[yellow]not exported:[/] {escape(name)}: {escape(why)}")

@@ -10,8 +10,9 @@ huggingface_hub 2.x, which lighteval 0.13 refuses, so the two rarely share an en
     DIR/<task>.yaml, <task>.jsonl one task of this suite: its documents exactly as this project's lighteval task shows
                                   them to a model (few-shot examples included, drawn at lighteval's seed), rendered
                                   here by lighteval's own PromptManager: every prompt has one implementation
-    DIR/finetasks_afr_<lang>.yaml a group per language over its exported tasks and the kept lm-eval tasks (a selection
-                                  made from lm-eval results), aggregated by lm-eval's mean
+    DIR/finetasks_afr_<lang>.yaml a group per language over its category groups (`finetasks_afr_<lang>_<category>`,
+                                  each over its exported tasks and the kept lm-eval tasks of a selection made from
+                                  lm-eval results), aggregated by lm-eval's mean: a mean of category means
 
 Per kept task, the metric: lm-eval's `acc` and `acc_norm` (by characters, as lighteval's `acc_norm`: both count the
 choice's leading space) are always reported for a choice task; `acc_norm_token` (lm-eval has no token-normalised
@@ -101,9 +102,7 @@ def export_lm_eval(selection: Path, out: Path) -> Export:
     if not tasks:
         reasons = "; ".join(f"{name}: {why}" for name, why in sorted(skipped.items())[:5])
         raise ExportError(f"{decisions_path}: no kept task can be exported to lm-eval ({reasons})")
-    groups: dict[str, list[str]] = {}
-    for task in tasks:
-        groups.setdefault(f"finetasks_afr_{task.language}", []).append(task.name)
+    groups, scope = _groups(tasks)
     with staged_directory(Path(out)) as staging:
         for task in tasks:
             if task.rows:
@@ -111,9 +110,29 @@ def export_lm_eval(selection: Path, out: Path) -> Export:
         if any(task.rows for task in tasks):
             atomic_write_text(staging / "utils.py", UTILS)
         for group, members in groups.items():
-            atomic_write_text(staging / f"{group}.yaml", _group_yaml(group, [t for t in tasks if t.name in members]))
+            atomic_write_text(staging / f"{group}.yaml", _group_yaml(group, members, scope[group]))
         atomic_write_text(staging / "README.md", _readme(Path(out), tasks, groups, skipped))
     return Export(Path(out), tasks, groups, skipped)
+
+
+def language_group(language: str) -> str:
+    return f"finetasks_afr_{language}"
+
+
+def _groups(tasks: list[ExportedTask]) -> tuple[dict[str, list[str]], dict[str, list[ExportedTask]]]:
+    """group -> members, and group -> the tasks under it: per language a group of its category groups, per
+    (language, category) a group of its tasks, so that lm-eval's mean of means is the selection's mean of category
+    means (without its rescaling)."""
+    members: dict[str, list[str]] = {}
+    scope: dict[str, list[ExportedTask]] = {}
+    for task in tasks:
+        language, category = language_group(task.language), f"{language_group(task.language)}_{task.category.lower()}"
+        if category not in members:
+            members.setdefault(language, []).append(category)
+        members.setdefault(category, []).append(task.name)
+        for group in (language, category):
+            scope.setdefault(group, []).append(task)
+    return members, scope
 
 
 def _kept_tasks(kept: pl.DataFrame) -> tuple[list[ExportedTask], dict[str, str]]:
@@ -216,26 +235,26 @@ def _task_yaml(task: ExportedTask) -> str:
     return head + body + "metric_list:\n" + "".join(_metric_entry(m) for m in task.metrics)
 
 
-def _group_yaml(group: str, tasks: list[ExportedTask]) -> str:
-    """A group over the language's tasks; each metric any task reports is aggregated by lm-eval's plain mean."""
+def _group_yaml(group: str, members: list[str], tasks: list[ExportedTask]) -> str:
+    """A group over `members` (category groups, or tasks); each metric a task under it reports is aggregated by
+    lm-eval's plain mean, without weighting by size."""
     metrics = list(dict.fromkeys(m for t in tasks for m in t.metrics if m not in PERPLEXITY_METRICS))
     notes = sorted({f"# {t.name}: {DIFFERENCES[t.chosen]}\n" for t in tasks if t.chosen in DIFFERENCES})
-    lines = [f"group: {group}\n", "task:\n", *(f"  - {t.name}\n" for t in tasks)]
+    lines = [f"group: {group}\n", "task:\n", *(f"  - {member}\n" for member in members)]
     if metrics:
         lines.append("aggregate_metric_list:\n")
         lines += [f"  - metric: {m}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics]
     return (
-        "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over the tasks reporting it; the\n"
-        "# selection's language score rescales each task between its baseline and a perfect score first.\n"
-        + "".join(notes)
-        + "".join(lines)
+        "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over the members reporting it (a\n"
+        "# language: the mean of its category means); the selection's language score rescales each task between\n"
+        "# its baseline and a perfect score first.\n" + "".join(notes) + "".join(lines)
     )
 
 
 def _readme(out: Path, tasks: list[ExportedTask], groups: Mapping[str, list[str]], skipped: Mapping[str, str]) -> str:
     from finetasks_afr.data.sources import LICENCES, SOURCES
 
-    names = ",".join(groups)
+    names = ",".join(sorted({language_group(task.language) for task in tasks}))
     lines = [
         "# The selection's fine tasks for lm-evaluation-harness",
         "",

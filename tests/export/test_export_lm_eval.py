@@ -103,11 +103,22 @@ def test_the_yaml_is_lm_eval_s_format_and_loads_its_documents_from_the_folder(ex
 def test_groups_per_language_and_what_was_left_out(exported: tuple[Path, Any]) -> None:
     out, result = exported
     groups = {p.stem: yaml.safe_load(p.read_text()) for p in out.glob("finetasks_afr_*.yaml")}
-    assert {name: g["task"] for name, g in groups.items()} == {
-        "finetasks_afr_hau": ["sib_hau_prompt_1"],
-        "finetasks_afr_yor": ["flores_ppl_yor", "sib200_yor_cf"],
-        "finetasks_afr_zul": ["belebele_zul_mcf", "mmlu_afr_virology_zul_hybrid"],
+    assert {name: g["task"] for name, g in groups.items()} == {  # a language: its categories; a category: its tasks
+        "finetasks_afr_hau": ["finetasks_afr_hau_nlu"],
+        "finetasks_afr_hau_nlu": ["sib_hau_prompt_1"],
+        "finetasks_afr_yor": ["finetasks_afr_yor_gen", "finetasks_afr_yor_nlu"],
+        "finetasks_afr_yor_gen": ["flores_ppl_yor"],
+        "finetasks_afr_yor_nlu": ["sib200_yor_cf"],
+        "finetasks_afr_zul": ["finetasks_afr_zul_rc", "finetasks_afr_zul_gk"],
+        "finetasks_afr_zul_rc": ["belebele_zul_mcf"],
+        "finetasks_afr_zul_gk": ["mmlu_afr_virology_zul_hybrid"],
     }
+    assert "aggregate_metric_list" not in (out / "finetasks_afr_yor_gen.yaml").read_text()  # bits per byte: no mean
+    assert [m["metric"] for m in groups["finetasks_afr_zul"]["aggregate_metric_list"]] == [
+        "acc",
+        "acc_norm",
+        "acc_mutual_info",
+    ]
     assert "acc_mutual_info conditions on nothing" in (out / "finetasks_afr_zul.yaml").read_text()
     readme = (out / "README.md").read_text()
     assert "--include_path" in readme and "finetasks_afr_hau,finetasks_afr_yor,finetasks_afr_zul" in readme
@@ -115,4 +126,4 @@ def test_groups_per_language_and_what_was_left_out(exported: tuple[Path, Any]) -
     assert "sib200 (`Davlan/sib200`): CC-BY-SA-4.0" in readme and "belebele (`facebook/belebele`)" in readme
     assert "sib200_hau_cf" not in readme  # not kept
     said = " ".join(result.output.split())
-    assert "4 task(s) rendered, 1 lm-eval task(s) named, 3 group(s)" in said
+    assert "4 task(s) rendered, 1 lm-eval task(s) named, 3 language group(s)" in said
