@@ -297,6 +297,7 @@ ALL_FIXES = {
     "stderr_bootstrap_pool": "applied",
     "fewshot_limit": "applied",  # issue 26: tests/tasks/test_zero_shot_only.py
     "option_case": "applied",  # issue 26: tests/scoring/test_option_case.py
+    "local_model_cache": "applied",  # issue 40: tests/scoring/test_cache_location.py
 }
 
 
@@ -515,11 +516,17 @@ def test_without_fix_pmi_raises(stock_run):
 
 def test_fix_repairs_responses_read_from_a_stale_cache(stock_run, data_dir, reference, tmp_path_factory):
     """The aborted stock run left its (buggy) predictions in lighteval's cache; the fix sits outside the cache."""
+    from unittest import mock
+
+    from lighteval.utils.cache_management import SampleCache
+
     model_dir, _, _ = stock_run
     compat.restore()
+    stock_location = SampleCache.__init__
     compat.apply()
-    try:
-        pipeline, calls = run_pipeline(model_dir, data_dir, tmp_path_factory.mktemp("out_cached"))
+    try:  # fix 7 moves the cache of a local model; to read the stock run's back, this run keeps lighteval's place
+        with mock.patch.object(SampleCache, "__init__", stock_location):
+            pipeline, calls = run_pipeline(model_dir, data_dir, tmp_path_factory.mktemp("out_cached"))
     finally:
         compat.restore()
     assert len(calls) == 1  # only the unconditioned requests: the documents came from the cache
