@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -75,6 +76,11 @@ def sweep_command(world: dict[str, Path], out: Path, *extra: str) -> list[str]:
             "--custom-tasks", str(world["module"]), "--max-length", "128", *extra]  # fmt: skip
 
 
+def _as_from_a_terminal() -> None:
+    """A job a terminal's shell starts has SIGHUP at its default: undo a `nohup` this test run may sit under."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start(command: list[str]) -> subprocess.Popen[str]:
     """Start `command` in a process group of its own (its pid is the group id), as a shell starts a job."""
     return subprocess.Popen(
@@ -84,6 +90,7 @@ def start(command: list[str]) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
 
 

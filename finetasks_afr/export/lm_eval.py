@@ -155,10 +155,13 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
     from lighteval.tasks.lighteval_task import LightevalTask
     from lighteval.tasks.prompt_manager import PromptManager
 
+    from finetasks_afr.benchmarks import all_tasks
     from finetasks_afr.scoring.partial_scoring import partial_contexts
-    from finetasks_afr.tasks import TASK_INFO, TASKS_TABLE
+    from finetasks_afr.tasks import TASK_INFO  # first: the suite's fixes and prompt words, which all_tasks needs
 
-    configs = {config.name: config for config in TASKS_TABLE}
+    # built anew, so the data come from the mirror $FINETASKS_AFR_DATA_DIR names now (--data-dir), not from where it
+    # pointed when TASKS_TABLE was first built in this process
+    configs = {config.name: config for config in all_tasks()}
     prompts = PromptManager(use_chat_template=False)
     tasks: list[ExportedTask] = []
     skipped: dict[str, str] = {}

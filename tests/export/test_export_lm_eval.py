@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +37,14 @@ _Loader.add_constructor("!function", lambda loader, node: f"!function {loader.co
 
 
 @pytest.fixture(scope="module")
-def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+    """The export of KEPT from a mirror of the real releases; --data-dir names the mirror (as a user passes it), and
+    the module's tests read it too; the variable is put back after them (--data-dir sets it for the process)."""
     from finetasks_afr.cli import app
     from finetasks_afr.data.mirror import import_raw
+    from finetasks_afr.data.sources import DATA_DIR_ENV
+
+    before = os.environ.get(DATA_DIR_ENV)
 
     root = tmp_path_factory.mktemp("export")
     mirror = root / "mirror"
@@ -48,9 +55,15 @@ def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     (selection / "decisions.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = root / "lm-eval-tasks"
     args = ["--data-dir", str(mirror), "export", "lm-eval", str(selection), "--out", str(out)]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    return out, result
+    try:
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        yield out, result
+    finally:
+        if before is None:
+            os.environ.pop(DATA_DIR_ENV, None)
+        else:
+            os.environ[DATA_DIR_ENV] = before
 
 
 def _rendered(name: str, fewshot: int) -> list[tuple[str, list[str], int]]:
@@ -58,9 +71,10 @@ def _rendered(name: str, fewshot: int) -> list[tuple[str, list[str], int]]:
     from lighteval.tasks.lighteval_task import LightevalTask
     from lighteval.tasks.prompt_manager import PromptManager
 
-    from finetasks_afr.tasks import TASKS_TABLE
+    from finetasks_afr.benchmarks import all_tasks
+    from finetasks_afr.tasks import TASK_INFO  # noqa: F401 (first: the suite's fixes and prompt words)
 
-    config = next(c for c in TASKS_TABLE if c.name == name)
+    config = next(c for c in all_tasks() if c.name == name)  # built now: from the mirror the environment names
     docs = LightevalTask(dataclasses.replace(config, num_fewshots=fewshot)).get_docs()
     manager = PromptManager(use_chat_template=False)
     golds = [doc.gold_index[0] if isinstance(doc.gold_index, list) else doc.gold_index for doc in docs]
