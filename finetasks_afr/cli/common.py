@@ -19,7 +19,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from analysis.base.io import OutputDirectoryError
-from analysis.base.write_errors import ANYWHERE_ERRNOS, refused_write
+from analysis.base.memory import is_out_of_memory, memory_limits, out_of_memory_message
+from analysis.base.write_errors import ANYWHERE_ERRNOS, os_error_behind, refused_write
 
 console = Console(stderr=True)
 TOKENS_PER_STEP_HELP = (
@@ -146,9 +147,15 @@ def require_analysis_out(out: Path) -> Path:
 
 
 def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Exit:
-    """The named error for an output directory that could not be written (refused, or the disk said no)."""
+    """The named error for an output directory that could not be written (refused, or the disk said no).
+
+    An allocation that failed inside a write (polars reports ENOMEM as an OSError, "Cannot allocate memory (os error
+    12)", when a memory limit is reached while it writes) is the memory's fault, not the folder's: it gets the
+    out-of-memory message (`analysis.base.memory`), which names the limit and the fix."""
     if isinstance(error, OutputDirectoryError):
         return fail(f"--out: {error}")
+    if is_out_of_memory(error) or getattr(os_error_behind(error), "errno", None) == errno.ENOMEM:
+        return fail(out_of_memory_message(f"raised {type(error).__name__} ({error})", memory_limits()))
     return fail(f"--out {out} could not be written ({error}); nothing was replaced; choose a writable directory")
 
 

@@ -103,6 +103,31 @@ def test_a_memory_error_inside_a_command_is_named(tmp_path: Path) -> None:
     assert_named(result, "out of memory: the command raised MemoryError")
 
 
+def test_an_allocation_refused_while_writing_is_named_as_memory_not_as_the_folder(tmp_path: Path) -> None:
+    """Found by CI: under a 2.1 GB address-space limit polars may fail in the write itself, with ENOMEM in its own
+    words; that read "--out ... could not be written (Cannot allocate memory (os error 12)) ... choose a writable
+    directory", blaming the folder."""
+    script = textwrap.dedent(
+        f"""
+        import analysis.pipeline
+        from finetasks_afr.cli import main
+
+        def run_selection(*args, **kwargs):
+            raise OSError("failed to write: Cannot allocate memory (os error 12)")
+
+        analysis.pipeline.run_selection = run_selection
+        import sys
+        sys.argv = ["finetasks-afr", "select", {str(BUNDLED_SWEEP)!r}, "--out", {str(tmp_path / "mem")!r},
+                    "--no-figures"]
+        main()
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
+    assert_named(result, "out of memory: the command raised OSError", "nothing is half-written")
+    assert "choose a writable directory" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no staging folder or lock
+
+
 def test_the_cgroup_limit_is_read_from_v2_or_v1_and_unlimited_is_none(tmp_path: Path) -> None:
     v2, v1 = tmp_path / "memory.max", tmp_path / "memory.limit_in_bytes"
     v2.write_text("max\n")
