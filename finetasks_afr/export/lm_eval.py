@@ -6,7 +6,8 @@ huggingface_hub 2.x, which lighteval 0.13 refuses, so the two rarely share an en
 
     DIR/README.md                 the `lm_eval --include_path DIR --tasks ...` command, what each file is, the licences
     DIR/utils.py                  `load_docs`: reads a task's documents from the JSON lines beside it (lm-eval's
-                                  `custom_dataset` hook), so the folder can move; imports `datasets` only
+                                  `custom_dataset` hook), so the folder can move; and the metrics lm-eval has not;
+                                  imports lm-eval's own dependencies only
     DIR/<task>.yaml, <task>.jsonl one task of this suite: its documents exactly as this project's lighteval task shows
                                   them to a model (few-shot examples included, drawn at lighteval's seed), rendered
                                   here by lighteval's own PromptManager: every prompt has one implementation
@@ -17,10 +18,14 @@ huggingface_hub 2.x, which lighteval 0.13 refuses, so the two rarely share an en
 Per kept task, the metric: lm-eval's `acc` and `acc_norm` (by characters, as lighteval's `acc_norm`: both count the
 choice's leading space) are always reported for a choice task; `acc_norm_token` (lm-eval has no token-normalised
 accuracy: the token count depends on the model's tokenizer) and this project's PMI (`acc_norm_pmi`, conditioned on
-the task's own unconditioned query; lm-eval's `acc_mutual_info` conditions on nothing) are exported as the nearest
-lm-eval metric, `acc_norm` and `acc_mutual_info`, and the README says so; `bits_per_byte` as lm-eval's rolling
-log-likelihood. A task this module cannot express exactly (generative tasks, partial scoring, conditioned
-perplexities) is left out and listed with the reason.
+the task's unconditioned query; lm-eval's `acc_mutual_info` conditions on nothing) are exported as the nearest
+lm-eval metric, `acc_norm` and `acc_mutual_info`, and the README says so; `bits_per_byte` of a text as lm-eval's
+rolling log-likelihood, of a reference given its prompt (translation) as a `loglikelihood` task whose
+`process_results` in utils.py counts the reference's bytes. Partial scoring (Winogrande CF: a context per choice)
+is lm-eval's multiple_input; a task that also holds sentences ending at their blank (one context, a continuation
+per choice) becomes two parts and a group of the task's name over them, weighted by size. Generative tasks are
+`generate_until` with the task's stop sequences and length, greedy, scored by utils.py's chrF++ or F1 and prefix
+match (`finetasks_afr/export/lm_eval_utils.py`, copied as the folder's utils.py).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from analysis.base.io import atomic_write_text, staged_directory
-from analysis.scores.lm_eval import afrobench_task_info
+from analysis.scores.lm_eval import PART_SEPARATOR, afrobench_task_info
 from analysis.select import read_decisions
 
 NEAREST = {"acc": "acc", "acc_norm": "acc_norm", "acc_norm_token": "acc_norm", "acc_norm_pmi": "acc_mutual_info"}
@@ -47,21 +52,10 @@ DIFFERENCES = {
     "acc_mutual_info conditions on nothing",
 }
 PERPLEXITY_METRICS = ("bits_per_byte", "byte_perplexity", "word_perplexity")
-UTILS = '''"""Written by `finetasks-afr export lm-eval`: a task's documents, from the JSON lines beside this file."""
-
-import json
-from pathlib import Path
-
-import datasets
-
-
-def load_docs(data_file, **_):
-    """lm-eval's `custom_dataset` hook: the documents of `data_file` (a name in this folder) as the test split."""
-    path = Path(__file__).resolve().parent / data_file
-    with path.open(encoding="utf-8") as handle:
-        rows = [json.loads(line) for line in handle if line.strip()]
-    return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
-'''
+GENERATIVE_METRICS = ("chrf++",)
+"""Generative metrics exported exactly through the folder's utils.py (besides F1 and prefix match, per language)."""
+UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
+"""Copied into every export as its utils.py: the documents' loader and the metrics lm-eval has not."""
 
 
 class ExportError(ValueError):
@@ -80,6 +74,8 @@ class ExportedTask:
     rows: list[dict[str, Any]] = field(default_factory=list)  # empty for a kept lm-eval task (lm-eval has it)
     output_type: str = "multiple_choice"
     dataset: str = ""  # SOURCES key, for the licence
+    kind: str = "choice"  # the rows' layout: choice, partial, rolling, reference, generation
+    part_of: str = ""  # for a part of a suite task split in two (partial scoring): the suite task, a group here
 
 
 @dataclass
@@ -108,7 +104,7 @@ def export_lm_eval(selection: Path, out: Path) -> Export:
             if task.rows:
                 _write_task(staging, task)
         if any(task.rows for task in tasks):
-            atomic_write_text(staging / "utils.py", UTILS)
+            atomic_write_text(staging / "utils.py", UTILS_SOURCE.read_text(encoding="utf-8"))
         for group, members in groups.items():
             atomic_write_text(staging / f"{group}.yaml", _group_yaml(group, members, scope[group]))
         atomic_write_text(staging / "README.md", _readme(Path(out), tasks, groups, skipped))
@@ -122,16 +118,21 @@ def language_group(language: str) -> str:
 def _groups(tasks: list[ExportedTask]) -> tuple[dict[str, list[str]], dict[str, list[ExportedTask]]]:
     """group -> members, and group -> the tasks under it: per language a group of its category groups, per
     (language, category) a group of its tasks, so that lm-eval's mean of means is the selection's mean of category
-    means (without its rescaling)."""
+    means (without its rescaling); a suite task split in two parts is a group over them, weighted by size, so that
+    it scores as the whole task."""
     members: dict[str, list[str]] = {}
     scope: dict[str, list[ExportedTask]] = {}
     for task in tasks:
         language, category = language_group(task.language), f"{language_group(task.language)}_{task.category.lower()}"
         if category not in members:
             members.setdefault(language, []).append(category)
-        members.setdefault(category, []).append(task.name)
-        for group in (language, category):
+        member = task.part_of or task.name
+        if member not in members.get(category, []):
+            members.setdefault(category, []).append(member)
+        for group in (language, category, *([task.part_of] if task.part_of else [])):
             scope.setdefault(group, []).append(task)
+        if task.part_of:
+            members.setdefault(task.part_of, []).append(task.name)
     return members, scope
 
 
@@ -156,7 +157,6 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
     from lighteval.tasks.prompt_manager import PromptManager
 
     from finetasks_afr.benchmarks import all_tasks
-    from finetasks_afr.scoring.partial_scoring import partial_contexts
     from finetasks_afr.tasks import TASK_INFO  # first: the suite's fixes and prompt words, which all_tasks needs
 
     # built anew, so the data come from the mirror $FINETASKS_AFR_DATA_DIR names now (--data-dir), not from where it
@@ -167,29 +167,78 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
     skipped: dict[str, str] = {}
     for row in rows:
         name, fewshot, metric = row["task"], int(row["fewshot"]), row["metric"]
-        info = TASK_INFO[name]
-        if info.formulation == "GEN":
-            skipped[name] = "generative: not exported yet (lm-eval's generate_until with this project's metrics)"
-            continue
-        if metric not in NEAREST and metric not in PERPLEXITY_METRICS:
-            skipped[name] = f"its metric {metric} has no lm-eval counterpart this export writes"
-            continue
-        docs = LightevalTask(dataclasses.replace(configs[name], num_fewshots=fewshot)).get_docs()
-        if metric in PERPLEXITY_METRICS:
-            if any(doc.choices for doc in docs):
-                skipped[name] = "a perplexity of a text given a context: lm-eval's rolling log-likelihood has none"
-                continue
-            rows_out = [{"text": doc.query} for doc in docs]
-            tasks.append(ExportedTask(name, info.language, info.category, [metric], metric, rows_out,
-                                      "loglikelihood_rolling", info.dataset))  # fmt: skip
-            continue
-        if any(partial_contexts(doc) is not None for doc in docs):
-            skipped[name] = "partial scoring (one context per choice): not exported yet (lm-eval's multiple_input)"
-            continue
-        rendered = [_choice_row(prompts, doc, name) for doc in docs]
-        metrics = list(dict.fromkeys(["acc", "acc_norm", NEAREST[metric]]))
-        tasks.append(ExportedTask(name, info.language, info.category, metrics, metric, rendered, dataset=info.dataset))
+        config = dataclasses.replace(configs[name], num_fewshots=fewshot)
+        docs = LightevalTask(config).get_docs()
+        made = _render(name, TASK_INFO[name], metric, docs, prompts, [m.metric_name for m in config.metrics])
+        if isinstance(made, str):
+            skipped[name] = made
+        else:
+            tasks += made
     return tasks, skipped
+
+
+def _render(
+    name: str, info: Any, metric: str, docs: list[Any], prompts: Any, names: list[Any]
+) -> list[ExportedTask] | str:
+    """The lm-eval task(s) of one suite task (two parts for partial scoring that mixes both kinds of document), or
+    why it cannot be exported."""
+    from finetasks_afr.scoring.partial_scoring import partial_contexts
+
+    def task(suffix: str, rows: list[dict[str, Any]], output_type: str, metrics: list[str], kind: str) -> ExportedTask:
+        return ExportedTask(f"{name}{suffix}", info.language, info.category, metrics, metric, rows, output_type,
+                            info.dataset, kind, part_of=name if suffix else "")  # fmt: skip
+
+    if info.formulation == "GEN":
+        if metric not in GENERATIVE_METRICS and not _is_f1_or_prefix_match(metric):
+            return f"its metric {metric} has no lm-eval counterpart this export writes"
+        rows = [_generation_row(prompts, doc, names) for doc in docs]
+        if len({(json.dumps(row["until"]), row["max_gen_toks"]) for row in rows}) > 1:
+            return "its documents differ in stop sequences or length, which lm-eval sets once per task"
+        return [task("", rows, "generate_until", _generation_metrics(names), "generation")]
+    if metric not in NEAREST and metric not in PERPLEXITY_METRICS:
+        return f"its metric {metric} has no lm-eval counterpart this export writes"
+    if metric in PERPLEXITY_METRICS:
+        if any(doc.choices for doc in docs):
+            rows = [_reference_row(prompts, doc, name) for doc in docs]
+            return [task("", rows, "loglikelihood", [metric], "reference")]
+        return [task("", [{"text": doc.query} for doc in docs], "loglikelihood_rolling", [metric], "rolling")]
+    contexts = [partial_contexts(doc) for doc in docs]
+    if all(found is None for found in contexts):
+        rows = [_choice_row(prompts, doc, name) for doc in docs]
+        return [task("", rows, "multiple_choice", list(dict.fromkeys(["acc", "acc_norm", NEAREST[metric]])), "choice")]
+    if metric == "acc_norm_pmi":
+        return "partial scoring with PMI: every option scores the same continuation, so PMI is not defined"
+    parts = _partial_parts(prompts, docs, contexts, name)
+    if isinstance(parts, str):
+        return parts
+    return [task(suffix, rows, "multiple_choice", ["acc"], kind) for suffix, rows, kind in parts]
+
+
+def _partial_parts(
+    prompts: Any, docs: list[Any], contexts: list[list[str] | None], name: str
+) -> list[tuple[str, list[dict[str, Any]], str]] | str:
+    """A partial-scoring task's documents, as (name suffix, rows, kind): lm-eval's multiple_input where the
+    continuation is shared; a sentence that ends at its blank (one shared context, the option and the rest as each
+    continuation) is a plain multiple-choice document. Both kinds in one task: two parts."""
+    per_context: list[dict[str, Any]] = []
+    shared: list[dict[str, Any]] = []
+    for doc, found in zip(docs, contexts, strict=True):
+        if len(set(doc.choices)) == 1:
+            per_context.append(_partial_row(prompts, doc, found, name))
+        elif len(set(found or [])) == 1:
+            shared.append(_choice_row(prompts, _partial_doc(doc, found, 0), name))
+        else:
+            return "partial scoring with both a context and a continuation per choice: lm-eval varies only one"
+    if per_context and shared:
+        return [(PART_SEPARATOR + "partial", per_context, "partial"), (PART_SEPARATOR + "whole", shared, "choice")]
+    return [("", per_context, "partial")] if per_context else [("", shared, "choice")]
+
+
+def _partial_doc(doc: Any, contexts: list[str] | None, index: int) -> Any:
+    """The single request lighteval's partial scoring sends for choice `index`: the document with context `index`
+    as its query (`finetasks_afr.scoring.partial_scoring`)."""
+    assert contexts is not None
+    return dataclasses.replace(doc, query=contexts[index])
 
 
 def _choice_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
@@ -197,6 +246,52 @@ def _choice_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
     included), the choices, the gold index; and the document's own query, which names it across harnesses."""
     return {"context": prompts.prepare_prompt(doc), "choices": list(doc.choices), "gold": _gold(doc, name),
             "query": doc.query}  # fmt: skip
+
+
+def _partial_row(prompts: Any, doc: Any, contexts: list[str] | None, name: str) -> dict[str, Any]:
+    """One partial-scoring document as lm-eval's multiple_input reads it: per choice the context lighteval's partial
+    scoring builds (few-shot examples included), the shared continuation, the gold index."""
+    rendered = [prompts.prepare_prompt(_partial_doc(doc, contexts, i)) for i in range(len(doc.choices))]
+    return {"contexts": rendered, "continuation": doc.choices[0], "gold": _gold(doc, name), "query": doc.query}
+
+
+def _reference_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
+    """A reference scored given its prompt (a translation's log-likelihood form): the context and the gold
+    continuation, leading space included, as lighteval scores it."""
+    return {"context": prompts.prepare_prompt(doc), "continuation": doc.choices[_gold(doc, name)], "query": doc.query}
+
+
+def _generation_row(prompts: Any, doc: Any, names: list[Any]) -> dict[str, Any]:
+    """A generative document: the context, the golds, and (for F1 and prefix match) how lighteval normalises the
+    language the answers are in."""
+    row = {"context": prompts.prepare_prompt(doc), "golds": list(doc.get_golds()), "query": doc.query,
+           "until": list(doc.stop_sequences or []), "max_gen_toks": doc.generation_size}  # fmt: skip
+    language = next((n.removeprefix("f1_") for n in names if isinstance(n, str) and n.startswith("f1_")), None)
+    if language is not None:
+        row.update(_normaliser_of(language))
+    return row
+
+
+def _normaliser_of(language: str) -> dict[str, str]:
+    """What lighteval's multilingual normaliser does for `language` (its article pattern, its word splitter)."""
+    from lighteval.metrics.normalizations import _ARTICLE_PATTERNS
+    from lighteval.metrics.utils.linguistic_tokenizers import TOKENIZER_FACTORY
+    from lighteval.utils.language import Language
+
+    member = Language(language)
+    factory = TOKENIZER_FACTORY.get(member)
+    splitter = factory() if factory is not None else None
+    code = getattr(splitter, "spacy_language", None)
+    word_split = f"spacy:{code}" if code else ("whitespace" if splitter is None else type(splitter).__name__)
+    return {"answers_in": language, "articles": _ARTICLE_PATTERNS.get(member) or "", "word_split": word_split}
+
+
+def _is_f1_or_prefix_match(metric: str) -> bool:
+    return metric.startswith("f1_") or (metric.startswith("exact_match_") and metric.endswith("_prefix"))
+
+
+def _generation_metrics(names: list[Any]) -> list[str]:
+    return [n for n in names if isinstance(n, str) and (n in GENERATIVE_METRICS or _is_f1_or_prefix_match(n))]
 
 
 def _gold(doc: Any, name: str) -> int:
@@ -213,11 +308,11 @@ def _write_task(folder: Path, task: ExportedTask) -> None:
     atomic_write_text(folder / f"{task.name}.yaml", _task_yaml(task))
 
 
-def _metric_entry(metric: str) -> str:
+def _metric_entry(metric: str, aggregation: str | None = None) -> str:
     higher = "false" if metric in PERPLEXITY_METRICS else "true"
-    aggregation = {"bits_per_byte": "bits_per_byte", "byte_perplexity": "byte_perplexity",
-                   "word_perplexity": "weighted_perplexity"}.get(metric, "mean")  # fmt: skip
-    return f"  - metric: {metric}\n    aggregation: {aggregation}\n    higher_is_better: {higher}\n"
+    aggregation = aggregation or {"bits_per_byte": "bits_per_byte", "byte_perplexity": "byte_perplexity",
+                                  "word_perplexity": "weighted_perplexity"}.get(metric, "mean")  # fmt: skip
+    return f"  - metric: {json.dumps(metric)}\n    aggregation: {aggregation}\n    higher_is_better: {higher}\n"
 
 
 def _task_yaml(task: ExportedTask) -> str:
@@ -231,22 +326,54 @@ def _task_yaml(task: ExportedTask) -> str:
         f"output_type: {task.output_type}\n"
         "num_fewshot: 0  # the few-shot examples are in each document's context already\n"
     )
-    if task.output_type == "loglikelihood_rolling":
+    metrics = "".join(_metric_entry(m) for m in task.metrics)
+    if task.kind == "rolling":
         body = "doc_to_text: ''\ndoc_to_target: text\n"
+    elif task.kind == "reference":
+        body = ("doc_to_text: context\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
+                "process_results: !function utils.reference_bits_per_byte\n")  # fmt: skip
+    elif task.kind == "partial":  # doc_to_text an index: lm-eval's multiple_input, one context per choice
+        body = (
+            "# one context per choice and one continuation (partial scoring); lm-eval's acc_norm would divide by\n"
+            "# the contexts' lengths here, so acc only (the selection's character- or token-normalised accuracy\n"
+            "# equals acc: every choice scores the same continuation)\n"
+            "doc_to_text: gold\ndoc_to_choice: contexts\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
+        )
+    elif task.kind == "generation":
+        first = task.rows[0]
+        until = json.dumps(first["until"], ensure_ascii=False)
+        body = ("doc_to_text: context\ndoc_to_target: golds\ntarget_delimiter: ''\n"
+                f"generation_kwargs:\n  until: {until}\n  max_gen_toks: {first['max_gen_toks']}\n"
+                "  do_sample: false\n")  # fmt: skip
+        if "chrf++" in task.metrics:
+            body += "process_results: !function utils.chrf_plus_plus_results\n"
+            metrics = _metric_entry("chrf++", "!function utils.chrf_plus_plus")
+        else:
+            body += "process_results: !function utils.f1_and_prefix_match\n"
     else:
         body = "doc_to_text: context\ndoc_to_choice: choices\ndoc_to_target: gold\ntarget_delimiter: ''\n"
-    return head + body + "metric_list:\n" + "".join(_metric_entry(m) for m in task.metrics)
+    return head + body + "metric_list:\n" + metrics
 
 
 def _group_yaml(group: str, members: list[str], tasks: list[ExportedTask]) -> str:
     """A group over `members` (category groups, or tasks); each metric a task under it reports is aggregated by
-    lm-eval's plain mean, without weighting by size."""
+    lm-eval's plain mean, without weighting by size, except in a suite task split in parts (weighted by size: the
+    whole task's score)."""
     metrics = list(dict.fromkeys(m for t in tasks for m in t.metrics if m not in PERPLEXITY_METRICS))
     notes = sorted({f"# {t.name}: {DIFFERENCES[t.chosen]}\n" for t in tasks if t.chosen in DIFFERENCES})
+    whole = all(t.part_of == group for t in tasks)
     lines = [f"group: {group}\n", "task:\n", *(f"  - {member}\n" for member in members)]
     if metrics:
         lines.append("aggregate_metric_list:\n")
-        lines += [f"  - metric: {m}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics]
+        lines += [f"  - metric: {json.dumps(m)}\n    aggregation: mean\n    weight_by_size: {str(whole).lower()}\n"
+                  for m in metrics]  # fmt: skip
+    if whole:
+        return (
+            f"# Written by finetasks-afr export lm-eval: the suite task {group}, in two parts lm-eval scores apart\n"
+            "# (partial scoring: a context per choice, and sentences that end at their blank: one context, the\n"
+            "# option and the rest as each choice); their mean weighted by size is the whole task's accuracy.\n"
+            + "".join(lines)
+        )
     return (
         "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over the members reporting it (a\n"
         "# language: the mean of its category means); the selection's language score rescales each task between\n"
@@ -276,6 +403,24 @@ def _readme(out: Path, tasks: list[ExportedTask], groups: Mapping[str, list[str]
     for task in tasks:
         count = str(len(task.rows)) if task.rows else "lm-eval's own task"
         lines.append(f"| `{task.name}` | {task.language} | {', '.join(task.metrics)} | {task.chosen} | {count} |")
+    split = sorted({t.part_of for t in tasks if t.part_of})
+    if split:
+        lines += [
+            "",
+            "Partial-scoring tasks in two parts (lm-eval scores either a context per choice or a choice",
+            "per context in one task): each is a group of that name over `<task>__partial` and `<task>__whole`,",
+            "weighted by size, the whole task's accuracy; `finetasks-afr collect` reads the group as the task:",
+            "",
+        ]
+        lines += [f"- `{name}`" for name in split]  # fmt: skip
+    spacy_languages = sorted({f"{t.rows[0]['answers_in']} ({t.rows[0]['word_split']})" for t in tasks
+                              if t.kind == "generation" and t.rows and "word_split" in t.rows[0]
+                              and t.rows[0]["word_split"] != "whitespace"})  # fmt: skip
+    if spacy_languages:
+        lines += ["", "F1 and prefix match split words as lighteval does for the answers' language: with spaCy's blank",
+                  "tokenizer for " + ", ".join(spacy_languages) + " when spaCy is installed in the lm-eval",
+                  "environment (`pip install spacy`), else on whitespace, which differs where spaCy splits inside a",
+                  "word (`100km`)."]  # fmt: skip
     different = [(t.name, DIFFERENCES[t.chosen]) for t in tasks if t.chosen in DIFFERENCES]
     if different:
         lines += ["", "Metrics exported as the nearest lm-eval metric:", ""]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,8 +24,11 @@ KEPT = [
     ("belebele_zul_mcf", 5, "acc"),
     ("mmlu_afr_virology_zul_hybrid", 5, "acc_norm_pmi"),
     ("flores_ppl_yor", 0, "bits_per_byte"),
-    ("winogrande_afr_zul_cf", 0, "acc"),  # partial scoring: left out
-    ("afriqa_hau", 0, "f1_eng"),  # generative: left out
+    ("winogrande_afr_zul_cf", 0, "acc"),  # partial scoring, both kinds of sentence: two parts and a group
+    ("afriqa_hau", 0, "f1_eng"),  # generative, F1 and prefix match
+    ("mafand_mt_en2xx_gen_yor", 1, "chrf++"),  # generative, corpus chrF++
+    ("mafand_mt_en2xx_ll_yor", 1, "bits_per_byte"),  # the reference's bits per byte given its prompt
+    ("winogrande_afr_ibo_cf", 0, "acc_norm_pmi"),  # partial scoring with PMI: left out
     ("sib_hau_prompt_1", 0, "acc"),  # an AfroBench task of lm-eval's own
 ]
 
@@ -48,7 +52,8 @@ def exported(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
     root = tmp_path_factory.mktemp("export")
     mirror = root / "mirror"
-    import_raw(shared_data, mirror, datasets=["sib200", "belebele", "mmlu_clinical_afr", "winogrande_afr", "afriqa"])
+    wanted = ["sib200", "belebele", "mmlu_clinical_afr", "winogrande_afr", "afriqa", "mafand"]
+    import_raw(shared_data, mirror, datasets=wanted)
     selection = root / "selection"
     selection.mkdir()
     lines = ["task,fewshot,metric,kept"] + [f"{t},{k},{m},true" for t, k, m in KEPT] + ["sib200_hau_cf,0,acc,false"]
@@ -79,6 +84,16 @@ def _rendered(name: str, fewshot: int) -> list[tuple[str, list[str], int]]:
     manager = PromptManager(use_chat_template=False)
     golds = [doc.gold_index[0] if isinstance(doc.gold_index, list) else doc.gold_index for doc in docs]
     return [(manager.prepare_prompt(doc), list(doc.choices), gold) for doc, gold in zip(docs, golds, strict=True)]
+
+
+def _docs(name: str, fewshot: int) -> list[Any]:
+    from lighteval.tasks.lighteval_task import LightevalTask
+
+    from finetasks_afr.benchmarks import all_tasks
+    from finetasks_afr.tasks import TASK_INFO  # noqa: F401 (first: the suite's fixes and prompt words)
+
+    config = next(c for c in all_tasks() if c.name == name)
+    return list(LightevalTask(dataclasses.replace(config, num_fewshots=fewshot)).get_docs())
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -118,16 +133,19 @@ def test_groups_per_language_and_what_was_left_out(exported: tuple[Path, Any]) -
     out, result = exported
     groups = {p.stem: yaml.safe_load(p.read_text()) for p in out.glob("finetasks_afr_*.yaml")}
     assert {name: g["task"] for name, g in groups.items()} == {  # a language: its categories; a category: its tasks
-        "finetasks_afr_hau": ["finetasks_afr_hau_nlu"],
+        "finetasks_afr_hau": ["finetasks_afr_hau_gen", "finetasks_afr_hau_nlu"],
+        "finetasks_afr_hau_gen": ["afriqa_hau"],
         "finetasks_afr_hau_nlu": ["sib_hau_prompt_1"],
         "finetasks_afr_yor": ["finetasks_afr_yor_gen", "finetasks_afr_yor_nlu"],
-        "finetasks_afr_yor_gen": ["flores_ppl_yor"],
+        "finetasks_afr_yor_gen": ["flores_ppl_yor", "mafand_mt_en2xx_gen_yor", "mafand_mt_en2xx_ll_yor"],
         "finetasks_afr_yor_nlu": ["sib200_yor_cf"],
-        "finetasks_afr_zul": ["finetasks_afr_zul_rc", "finetasks_afr_zul_gk"],
+        "finetasks_afr_zul": ["finetasks_afr_zul_rc", "finetasks_afr_zul_gk", "finetasks_afr_zul_res"],
         "finetasks_afr_zul_rc": ["belebele_zul_mcf"],
         "finetasks_afr_zul_gk": ["mmlu_afr_virology_zul_hybrid"],
+        "finetasks_afr_zul_res": ["winogrande_afr_zul_cf"],
     }
-    assert "aggregate_metric_list" not in (out / "finetasks_afr_yor_gen.yaml").read_text()  # bits per byte: no mean
+    gen = groups["finetasks_afr_yor_gen"]["aggregate_metric_list"]  # bits per byte: no mean; chrF++: the mean
+    assert [m["metric"] for m in gen] == ["chrf++"]
     assert [m["metric"] for m in groups["finetasks_afr_zul"]["aggregate_metric_list"]] == [
         "acc",
         "acc_norm",
@@ -136,8 +154,118 @@ def test_groups_per_language_and_what_was_left_out(exported: tuple[Path, Any]) -
     assert "acc_mutual_info conditions on nothing" in (out / "finetasks_afr_zul.yaml").read_text()
     readme = (out / "README.md").read_text()
     assert "--include_path" in readme and "finetasks_afr_hau,finetasks_afr_yor,finetasks_afr_zul" in readme
-    assert "`winogrande_afr_zul_cf`: partial scoring" in readme and "`afriqa_hau`: generative" in readme
+    assert "- `winogrande_afr_zul_cf`" in readme and "Partial-scoring tasks in two parts" in readme
     assert "sib200 (`Davlan/sib200`): CC-BY-SA-4.0" in readme and "belebele (`facebook/belebele`)" in readme
     assert "sib200_hau_cf" not in readme  # not kept
     said = " ".join(result.output.split())
-    assert "4 task(s) rendered, 1 lm-eval task(s) named, 3 language group(s)" in said
+    assert "9 task(s) rendered, 1 lm-eval task(s) named, 3 language group(s)" in said
+
+
+def test_partial_scoring_is_lm_eval_s_multiple_input_and_the_sentences_ending_at_the_blank_a_second_part(
+    exported: tuple[Path, Any],
+) -> None:
+    """Each request lm-eval will make is the one lighteval's partial scoring makes: per choice, the prompt of the
+    document with that choice's context as its query, and the choice's own continuation."""
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    from finetasks_afr.scoring.partial_scoring import partial_contexts
+
+    out, _ = exported
+    manager = PromptManager(use_chat_template=False)
+    expected: list[list[tuple[str, str]]] = []
+    for doc in _docs("winogrande_afr_zul_cf", 0):
+        contexts = partial_contexts(doc)
+        assert contexts is not None
+        queries = [dataclasses.replace(doc, query=context) for context in contexts]
+        expected.append([(manager.prepare_prompt(q), choice) for q, choice in zip(queries, doc.choices, strict=True)])
+    partial = _jsonl(out / "winogrande_afr_zul_cf__partial.jsonl")
+    whole = _jsonl(out / "winogrande_afr_zul_cf__whole.jsonl")
+    requests = [[(c, r["continuation"]) for c in r["contexts"]] for r in partial]
+    requests += [[(r["context"], choice) for choice in r["choices"]] for r in whole]
+    assert sorted(requests) == sorted(expected) and len(whole) > 10 and len(partial) > 10 * len(whole)
+    spec = yaml.load((out / "winogrande_afr_zul_cf__partial.yaml").read_text(), Loader=_Loader)
+    assert (spec["doc_to_text"], spec["doc_to_choice"], spec["doc_to_target"]) == ("gold", "contexts", "continuation")
+    assert [m["metric"] for m in spec["metric_list"]] == ["acc"]
+    group = yaml.safe_load((out / "winogrande_afr_zul_cf.yaml").read_text())
+    assert group["task"] == ["winogrande_afr_zul_cf__partial", "winogrande_afr_zul_cf__whole"]
+    assert group["aggregate_metric_list"] == [{"metric": "acc", "aggregation": "mean", "weight_by_size": True}]
+    category = yaml.safe_load((out / "finetasks_afr_zul_res.yaml").read_text())
+    assert "winogrande_afr_zul_cf" in category["task"] and "winogrande_afr_zul_cf__partial" not in category["task"]
+
+
+def test_generative_and_reference_tasks_carry_lighteval_s_prompts_golds_and_settings(
+    exported: tuple[Path, Any],
+) -> None:
+    from lighteval.tasks.prompt_manager import PromptManager
+
+    out, _ = exported
+    manager = PromptManager(use_chat_template=False)
+    docs = _docs("afriqa_hau", 0)
+    rows = _jsonl(out / "afriqa_hau.jsonl")
+    assert [(r["context"], r["golds"]) for r in rows] == [(manager.prepare_prompt(d), d.get_golds()) for d in docs]
+    assert rows[0]["answers_in"] == "eng" and rows[0]["word_split"] == "spacy:en" and rows[0]["articles"]
+    spec = yaml.load((out / "afriqa_hau.yaml").read_text(), Loader=_Loader)
+    assert spec["output_type"] == "generate_until" and spec["process_results"] == "!function utils.f1_and_prefix_match"
+    assert spec["generation_kwargs"] == {"until": ["\n"], "max_gen_toks": docs[0].generation_size, "do_sample": False}
+    assert [m["metric"] for m in spec["metric_list"]] == ["f1_eng", "exact_match_eng_prefix"]
+    chrf = yaml.load((out / "mafand_mt_en2xx_gen_yor.yaml").read_text(), Loader=_Loader)
+    assert chrf["metric_list"] == [{"metric": "chrf++", "aggregation": "!function utils.chrf_plus_plus",
+                                    "higher_is_better": True}]  # fmt: skip
+    docs = _docs("mafand_mt_en2xx_ll_yor", 1)
+    rows = _jsonl(out / "mafand_mt_en2xx_ll_yor.jsonl")
+    assert [(r["context"], r["continuation"]) for r in rows] == [
+        (manager.prepare_prompt(d), d.choices[d.gold_index[0] if isinstance(d.gold_index, list) else d.gold_index])
+        for d in docs
+    ]
+    assert rows[0]["context"].count(" YO: ") == 1 and rows[0]["continuation"].startswith(" ")  # one example, 1-shot
+    spec = yaml.load((out / "mafand_mt_en2xx_ll_yor.yaml").read_text(), Loader=_Loader)
+    assert spec["output_type"] == "loglikelihood" and spec["metric_list"][0]["aggregation"] == "bits_per_byte"
+    readme = (out / "README.md").read_text()
+    assert "`winogrande_afr_ibo_cf`: partial scoring with PMI" in readme and "eng (spacy:en)" in readme
+
+
+def test_the_exported_metrics_equal_lighteval_s_on_real_answers(exported: tuple[Path, Any]) -> None:
+    """utils.py's F1, prefix match, chrF++ and reference bits per byte against lighteval's (and this project's)
+    metric objects on the real documents, with predictions made from real answers: exact equality."""
+    from lighteval.metrics.metrics_corpus import CorpusLevelPerplexityMetric
+    from lighteval.metrics.sample_preparator import GenerativeCorpusMetricInput, PerplexityCorpusMetricInput
+    from lighteval.models.model_output import ModelResponse
+    from lighteval.utils.language import Language
+
+    from finetasks_afr.benchmarks.common import gen_metrics
+    from finetasks_afr.benchmarks.translation import CorpusChrF
+
+    out, _ = exported
+    namespace: dict[str, Any] = {"__file__": str(out / "utils.py")}
+    exec(compile((out / "utils.py").read_text(), str(out / "utils.py"), "exec"), namespace)
+    f1_metric, prefix_metric = gen_metrics(Language("eng"))
+    docs, rows = _docs("afriqa_hau", 0), _jsonl(out / "afriqa_hau.jsonl")
+    answers = [gold for row in rows for gold in row["golds"]]
+    checked = 0
+    for i, (doc, row) in enumerate(zip(docs, rows, strict=True)):
+        gold = row["golds"][0]
+        for prediction in (gold, f"The {gold}, surely.", gold.split()[0] if gold.split() else "", "",
+                           answers[(i * 7) % len(answers)], f"{gold} and 100km more"):  # fmt: skip
+            response = ModelResponse(text=[prediction])
+            ours = namespace["f1_and_prefix_match"](row, [prediction])
+            assert ours["f1_eng"] == f1_metric.sample_level_fn.compute(doc=doc, model_response=response), prediction
+            assert ours["exact_match_eng_prefix"] == prefix_metric.sample_level_fn.compute(
+                doc=doc, model_response=response
+            ), prediction
+            checked += 1
+    assert checked > 100
+    references = [row["golds"][0] for row in _jsonl(out / "mafand_mt_en2xx_gen_yor.jsonl")]
+    hypotheses = [references[(i + 1) % len(references)][: 5 + i % 40] for i in range(len(references))]
+    pairs = list(zip(hypotheses, references, strict=True))
+    items = [namespace["chrf_plus_plus_results"]({"golds": [r]}, [h])["chrf++"] for h, r in pairs]
+    lighteval_items = [GenerativeCorpusMetricInput(golds=[r], preds=[h]) for h, r in pairs]
+    assert namespace["chrf_plus_plus"](items) == CorpusChrF(word_order=2).compute_corpus(lighteval_items)
+    rows = _jsonl(out / "mafand_mt_en2xx_ll_yor.jsonl")
+    lls = [-(1.5 + (i % 13) / 7) * len(r["continuation"]) for i, r in enumerate(rows)]
+    summed = [
+        namespace["reference_bits_per_byte"](r, [(ll, False)])["bits_per_byte"] for r, ll in zip(rows, lls, strict=True)
+    ]
+    ours_bpb = -sum(ll for ll, _ in summed) / sum(n for _, n in summed) / math.log(2)  # lm-eval's bits_per_byte
+    inputs = [PerplexityCorpusMetricInput(logprobs=ll, weights=len(r["continuation"].encode()))
+              for r, ll in zip(rows, lls, strict=True)]  # fmt: skip
+    assert math.isclose(ours_bpb, CorpusLevelPerplexityMetric("bits_per_byte").compute_corpus(inputs), rel_tol=1e-12)
