@@ -85,11 +85,9 @@ class LmEvalError(ScoreTableError):
     """An lm-eval 0.4 results file that cannot be read; the message names the file, the entry and the fix."""
 
 
-PART_SEPARATOR = "__"
-"""`finetasks-afr export lm-eval` splits a suite task lm-eval cannot score in one task (partial scoring with both
-kinds of document) into `<task>__partial` and `<task>__whole` under a group `<task>` weighted by size: reading, the
-group is the task and its parts are not (`split_tasks`)."""
-SPLIT_PARTS = ("partial", "whole")
+FEWSHOT_IN_CONTEXT = "fewshot_in_context"
+"""An exported task's `metadata` key: the few-shot examples its contexts already hold (lm-eval's n-shot is 0 there),
+read as the task's few-shot count, so a collected score lands on the selection's `task|k`."""
 
 FILTER_PREFERENCE: tuple[str, ...] = ("none", "flexible-extract", "remove_whitespace", "strict-match")
 """Which filter's value a metric keeps when lm-eval reports several; any other filter ranks after these, by name."""
@@ -299,21 +297,13 @@ def _group_names(data: dict) -> set[str]:
     return set(_mapping(data, "groups")) | {name for name, children in subtasks.items() if children}
 
 
-def split_tasks(data: dict) -> dict[str, list[str]]:
-    """Groups that are one task exported in parts (`PART_SEPARATOR`): group -> its parts."""
-    subtasks = _mapping(data, "group_subtasks")
-    return {
-        name: list(children)
-        for name, children in subtasks.items()
-        if isinstance(children, list)
-        and children
-        and {str(child) for child in children} <= {f"{name}{PART_SEPARATOR}{part}" for part in SPLIT_PARTS}
-    }
-
-
 def _fewshot(data: dict, task: str, path: Path) -> int:
     """The few-shot count of a task: `n-shot`, else `configs[task].num_fewshot`."""
     shots, configs = _mapping(data, "n-shot"), _mapping(data, "configs")
+    metadata = configs[task].get("metadata") if isinstance(configs.get(task), dict) else None
+    in_context = metadata.get(FEWSHOT_IN_CONTEXT) if isinstance(metadata, dict) else None
+    if isinstance(in_context, int) and not isinstance(in_context, bool) and in_context >= 0:
+        return in_context
     value = shots.get(task)
     if value is None and isinstance(configs.get(task), dict):
         value = configs[task].get("num_fewshot")
@@ -369,15 +359,13 @@ def read_results_file(path: Path, tokens_per_step: int | None = None, data: Any 
     if not is_lm_eval_04(data):
         raise LmEvalError(f"{path}: not an lm-eval 0.4 results file (no configs, n-shot or group_subtasks)")
     checkpoint = _model_checkpoint(path, data, tokens_per_step)
-    split = split_tasks(data)
-    result = LmEvalFile(path, checkpoint, _order(path, data), {}, groups=_group_names(data) - set(split))
-    parts = {part for children in split.values() for part in children}
+    result = LmEvalFile(path, checkpoint, _order(path, data), {}, groups=_group_names(data))
     for task, entry in data["results"].items():
-        if task in result.groups or task in parts:
+        if task in result.groups:
             continue
         if not isinstance(entry, dict):
             raise LmEvalError(f"{path}: results[{task!r}] is {type(entry).__name__}, not a metrics object")
-        fewshot = _fewshot(data, split[task][0] if task in split else task, path)
+        fewshot = _fewshot(data, task, path)
         result.scores[(task, fewshot)] = _task_metrics(task, entry, path, result.filters)
         sampled = _sampled_documents(data, task)
         if sampled is not None:

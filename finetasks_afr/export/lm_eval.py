@@ -13,7 +13,7 @@ huggingface_hub 2.x, which lighteval 0.13 refuses, so the two rarely share an en
                                   here by lighteval's own PromptManager: every prompt has one implementation
     DIR/finetasks_afr_<lang>.yaml a group per language over its category groups (`finetasks_afr_<lang>_<category>`,
                                   each over its exported tasks and the kept lm-eval tasks of a selection made from
-                                  lm-eval results), aggregated by lm-eval's mean: a mean of category means
+                                  lm-eval results), aggregated by lm-eval's plain mean over all the tasks under it
 
 Per kept task, the metric: lm-eval's `acc` and `acc_norm` (by characters, as lighteval's `acc_norm`: both count the
 choice's leading space) are always reported for a choice task; `acc_norm_token` (lm-eval has no token-normalised
@@ -22,8 +22,9 @@ the task's unconditioned query; lm-eval's `acc_mutual_info` conditions on nothin
 lm-eval metric, `acc_norm` and `acc_mutual_info`, and the README says so; `bits_per_byte` of a text as lm-eval's
 rolling log-likelihood, of a reference given its prompt (translation) as a `loglikelihood` task whose
 `process_results` in utils.py counts the reference's bytes. Partial scoring (Winogrande CF: a context per choice)
-is lm-eval's multiple_input; a task that also holds sentences ending at their blank (one context, a continuation
-per choice) becomes two parts and a group of the task's name over them, weighted by size. Generative tasks are
+is one lm-eval `loglikelihood` request per (document, choice), each exactly the request lighteval's partial
+scoring sends, folded back into an accuracy per document by utils.py (lm-eval's own multiple_input varies only the
+contexts, and Winogrande's sentences that end at their blank vary the continuations instead). Generative tasks are
 `generate_until` with the task's stop sequences and length, greedy, scored by utils.py's chrF++ or F1 and prefix
 match (`finetasks_afr/export/lm_eval_utils.py`, copied as the folder's utils.py).
 """
@@ -40,7 +41,7 @@ from typing import Any
 import polars as pl
 
 from analysis.base.io import atomic_write_text, staged_directory
-from analysis.scores.lm_eval import PART_SEPARATOR, afrobench_task_info
+from analysis.scores.lm_eval import FEWSHOT_IN_CONTEXT, afrobench_task_info
 from analysis.select import read_decisions
 
 NEAREST = {"acc": "acc", "acc_norm": "acc_norm", "acc_norm_token": "acc_norm", "acc_norm_pmi": "acc_mutual_info"}
@@ -75,7 +76,7 @@ class ExportedTask:
     output_type: str = "multiple_choice"
     dataset: str = ""  # SOURCES key, for the licence
     kind: str = "choice"  # the rows' layout: choice, partial, rolling, reference, generation
-    part_of: str = ""  # for a part of a suite task split in two (partial scoring): the suite task, a group here
+    fewshot: int = 0  # the examples already in each context (lm-eval's own num_fewshot stays 0)
 
 
 @dataclass
@@ -117,22 +118,18 @@ def language_group(language: str) -> str:
 
 def _groups(tasks: list[ExportedTask]) -> tuple[dict[str, list[str]], dict[str, list[ExportedTask]]]:
     """group -> members, and group -> the tasks under it: per language a group of its category groups, per
-    (language, category) a group of its tasks, so that lm-eval's mean of means is the selection's mean of category
-    means (without its rescaling); a suite task split in two parts is a group over them, weighted by size, so that
-    it scores as the whole task."""
+    (language, category) a group of its tasks. lm-eval averages a group over all its leaf tasks, so a category
+    group is the mean of its tasks and a language group the mean of all the language's tasks (not of its category
+    means, as the selection's language score is)."""
     members: dict[str, list[str]] = {}
     scope: dict[str, list[ExportedTask]] = {}
     for task in tasks:
         language, category = language_group(task.language), f"{language_group(task.language)}_{task.category.lower()}"
         if category not in members:
             members.setdefault(language, []).append(category)
-        member = task.part_of or task.name
-        if member not in members.get(category, []):
-            members.setdefault(category, []).append(member)
-        for group in (language, category, *([task.part_of] if task.part_of else [])):
+        members.setdefault(category, []).append(task.name)
+        for group in (language, category):
             scope.setdefault(group, []).append(task)
-        if task.part_of:
-            members.setdefault(task.part_of, []).append(task.name)
     return members, scope
 
 
@@ -173,20 +170,16 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
         if isinstance(made, str):
             skipped[name] = made
         else:
-            tasks += made
+            tasks.append(dataclasses.replace(made, fewshot=fewshot))
     return tasks, skipped
 
 
-def _render(
-    name: str, info: Any, metric: str, docs: list[Any], prompts: Any, names: list[Any]
-) -> list[ExportedTask] | str:
-    """The lm-eval task(s) of one suite task (two parts for partial scoring that mixes both kinds of document), or
-    why it cannot be exported."""
+def _render(name: str, info: Any, metric: str, docs: list[Any], prompts: Any, names: list[Any]) -> ExportedTask | str:
+    """The lm-eval task of one suite task, or why it cannot be exported."""
     from finetasks_afr.scoring.partial_scoring import partial_contexts
 
-    def task(suffix: str, rows: list[dict[str, Any]], output_type: str, metrics: list[str], kind: str) -> ExportedTask:
-        return ExportedTask(f"{name}{suffix}", info.language, info.category, metrics, metric, rows, output_type,
-                            info.dataset, kind, part_of=name if suffix else "")  # fmt: skip
+    def task(rows: list[dict[str, Any]], output_type: str, metrics: list[str], kind: str) -> ExportedTask:
+        return ExportedTask(name, info.language, info.category, metrics, metric, rows, output_type, info.dataset, kind)
 
     if info.formulation == "GEN":
         if metric not in GENERATIVE_METRICS and not _is_f1_or_prefix_match(metric):
@@ -194,44 +187,23 @@ def _render(
         rows = [_generation_row(prompts, doc, names) for doc in docs]
         if len({(json.dumps(row["until"]), row["max_gen_toks"]) for row in rows}) > 1:
             return "its documents differ in stop sequences or length, which lm-eval sets once per task"
-        return [task("", rows, "generate_until", _generation_metrics(names), "generation")]
+        return task(rows, "generate_until", _generation_metrics(names), "generation")
     if metric not in NEAREST and metric not in PERPLEXITY_METRICS:
         return f"its metric {metric} has no lm-eval counterpart this export writes"
     if metric in PERPLEXITY_METRICS:
         if any(doc.choices for doc in docs):
             rows = [_reference_row(prompts, doc, name) for doc in docs]
-            return [task("", rows, "loglikelihood", [metric], "reference")]
-        return [task("", [{"text": doc.query} for doc in docs], "loglikelihood_rolling", [metric], "rolling")]
+            return task(rows, "loglikelihood", [metric], "reference")
+        return task([{"text": doc.query} for doc in docs], "loglikelihood_rolling", [metric], "rolling")
     contexts = [partial_contexts(doc) for doc in docs]
     if all(found is None for found in contexts):
         rows = [_choice_row(prompts, doc, name) for doc in docs]
-        return [task("", rows, "multiple_choice", list(dict.fromkeys(["acc", "acc_norm", NEAREST[metric]])), "choice")]
+        return task(rows, "multiple_choice", list(dict.fromkeys(["acc", "acc_norm", NEAREST[metric]])), "choice")
     if metric == "acc_norm_pmi":
         return "partial scoring with PMI: every option scores the same continuation, so PMI is not defined"
-    parts = _partial_parts(prompts, docs, contexts, name)
-    if isinstance(parts, str):
-        return parts
-    return [task(suffix, rows, "multiple_choice", ["acc"], kind) for suffix, rows, kind in parts]
-
-
-def _partial_parts(
-    prompts: Any, docs: list[Any], contexts: list[list[str] | None], name: str
-) -> list[tuple[str, list[dict[str, Any]], str]] | str:
-    """A partial-scoring task's documents, as (name suffix, rows, kind): lm-eval's multiple_input where the
-    continuation is shared; a sentence that ends at its blank (one shared context, the option and the rest as each
-    continuation) is a plain multiple-choice document. Both kinds in one task: two parts."""
-    per_context: list[dict[str, Any]] = []
-    shared: list[dict[str, Any]] = []
-    for doc, found in zip(docs, contexts, strict=True):
-        if len(set(doc.choices)) == 1:
-            per_context.append(_partial_row(prompts, doc, found, name))
-        elif len(set(found or [])) == 1:
-            shared.append(_choice_row(prompts, _partial_doc(doc, found, 0), name))
-        else:
-            return "partial scoring with both a context and a continuation per choice: lm-eval varies only one"
-    if per_context and shared:
-        return [(PART_SEPARATOR + "partial", per_context, "partial"), (PART_SEPARATOR + "whole", shared, "choice")]
-    return [("", per_context, "partial")] if per_context else [("", shared, "choice")]
+    pairs = enumerate(zip(docs, contexts, strict=True))
+    rows = [request for number, (doc, found) in pairs for request in _per_choice(prompts, doc, found, name, number)]
+    return task(rows, "loglikelihood", ["acc"], "per_choice")
 
 
 def _partial_doc(doc: Any, contexts: list[str] | None, index: int) -> Any:
@@ -248,11 +220,16 @@ def _choice_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
             "query": doc.query}  # fmt: skip
 
 
-def _partial_row(prompts: Any, doc: Any, contexts: list[str] | None, name: str) -> dict[str, Any]:
-    """One partial-scoring document as lm-eval's multiple_input reads it: per choice the context lighteval's partial
-    scoring builds (few-shot examples included), the shared continuation, the gold index."""
-    rendered = [prompts.prepare_prompt(_partial_doc(doc, contexts, i)) for i in range(len(doc.choices))]
-    return {"contexts": rendered, "continuation": doc.choices[0], "gold": _gold(doc, name), "query": doc.query}
+def _per_choice(prompts: Any, doc: Any, contexts: list[str] | None, name: str, number: int) -> list[dict[str, Any]]:
+    """A partial-scoring document as one lm-eval `loglikelihood` request per choice, exactly the request lighteval's
+    partial scoring sends (the prompt of the document with choice i's context as its query, then choice i's
+    continuation), each naming its document, choice and gold; utils.accuracy_over_choices folds them back."""
+    gold = _gold(doc, name)
+    return [
+        {"context": prompts.prepare_prompt(_partial_doc(doc, contexts, i)), "continuation": choice, "document": number,
+         "choice": i, "choices": len(doc.choices), "gold": gold, "query": doc.query}
+        for i, choice in enumerate(doc.choices)
+    ]  # fmt: skip
 
 
 def _reference_row(prompts: Any, doc: Any, name: str) -> dict[str, Any]:
@@ -332,13 +309,12 @@ def _task_yaml(task: ExportedTask) -> str:
     elif task.kind == "reference":
         body = ("doc_to_text: context\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
                 "process_results: !function utils.reference_bits_per_byte\n")  # fmt: skip
-    elif task.kind == "partial":  # doc_to_text an index: lm-eval's multiple_input, one context per choice
-        body = (
-            "# one context per choice and one continuation (partial scoring); lm-eval's acc_norm would divide by\n"
-            "# the contexts' lengths here, so acc only (the selection's character- or token-normalised accuracy\n"
-            "# equals acc: every choice scores the same continuation)\n"
-            "doc_to_text: gold\ndoc_to_choice: contexts\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
-        )
+    elif task.kind == "per_choice":  # a request per (document, choice); the accuracy folds them per document
+        body = ("# one request per (document, choice): partial scoring gives each choice its own context; the\n"
+                "# selection's character- or token-normalised accuracy equals acc here (a shared continuation)\n"
+                "doc_to_text: context\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
+                "process_results: !function utils.choice_loglikelihood\n")  # fmt: skip
+        metrics = _metric_entry("acc", "!function utils.accuracy_over_choices")
     elif task.kind == "generation":
         first = task.rows[0]
         until = json.dumps(first["until"], ensure_ascii=False)
@@ -352,32 +328,26 @@ def _task_yaml(task: ExportedTask) -> str:
             body += "process_results: !function utils.f1_and_prefix_match\n"
     else:
         body = "doc_to_text: context\ndoc_to_choice: choices\ndoc_to_target: gold\ntarget_delimiter: ''\n"
-    return head + body + "metric_list:\n" + metrics
+    # read back by `finetasks-afr collect` as the task's few-shot count (lm-eval's n-shot says 0)
+    metadata = f"metadata:\n  version: 1.0\n  {FEWSHOT_IN_CONTEXT}: {task.fewshot}\n"
+    return head + body + "metric_list:\n" + metrics + metadata
 
 
 def _group_yaml(group: str, members: list[str], tasks: list[ExportedTask]) -> str:
-    """A group over `members` (category groups, or tasks); each metric a task under it reports is aggregated by
-    lm-eval's plain mean, without weighting by size, except in a suite task split in parts (weighted by size: the
-    whole task's score)."""
+    """A group over `members` (category groups, or tasks); each metric is lm-eval's plain mean, without weighting by
+    size, over the tasks under the group that report it: lm-eval 0.4.13 aggregates a group over all its leaf tasks
+    (`Group.aggregate`), not over its subgroups' scores."""
     metrics = list(dict.fromkeys(m for t in tasks for m in t.metrics if m not in PERPLEXITY_METRICS))
     notes = sorted({f"# {t.name}: {DIFFERENCES[t.chosen]}\n" for t in tasks if t.chosen in DIFFERENCES})
-    whole = all(t.part_of == group for t in tasks)
     lines = [f"group: {group}\n", "task:\n", *(f"  - {member}\n" for member in members)]
     if metrics:
         lines.append("aggregate_metric_list:\n")
-        lines += [f"  - metric: {json.dumps(m)}\n    aggregation: mean\n    weight_by_size: {str(whole).lower()}\n"
-                  for m in metrics]  # fmt: skip
-    if whole:
-        return (
-            f"# Written by finetasks-afr export lm-eval: the suite task {group}, in two parts lm-eval scores apart\n"
-            "# (partial scoring: a context per choice, and sentences that end at their blank: one context, the\n"
-            "# option and the rest as each choice); their mean weighted by size is the whole task's accuracy.\n"
-            + "".join(lines)
-        )
+        lines += [f"  - metric: {json.dumps(m)}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics]
     return (
-        "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over the members reporting it (a\n"
-        "# language: the mean of its category means); the selection's language score rescales each task between\n"
-        "# its baseline and a perfect score first.\n" + "".join(notes) + "".join(lines)
+        "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over every task under the group that\n"
+        "# reports it (lm-eval 0.4.13 aggregates over leaf tasks, so a language is the plain mean of all its tasks);\n"
+        "# the selection's language score is a mean of category means, each task rescaled between its baseline and\n"
+        "# a perfect score first: it weighs a category with few tasks more.\n" + "".join(notes) + "".join(lines)
     )
 
 
@@ -403,16 +373,6 @@ def _readme(out: Path, tasks: list[ExportedTask], groups: Mapping[str, list[str]
     for task in tasks:
         count = str(len(task.rows)) if task.rows else "lm-eval's own task"
         lines.append(f"| `{task.name}` | {task.language} | {', '.join(task.metrics)} | {task.chosen} | {count} |")
-    split = sorted({t.part_of for t in tasks if t.part_of})
-    if split:
-        lines += [
-            "",
-            "Partial-scoring tasks in two parts (lm-eval scores either a context per choice or a choice",
-            "per context in one task): each is a group of that name over `<task>__partial` and `<task>__whole`,",
-            "weighted by size, the whole task's accuracy; `finetasks-afr collect` reads the group as the task:",
-            "",
-        ]
-        lines += [f"- `{name}`" for name in split]  # fmt: skip
     spacy_languages = sorted({f"{t.rows[0]['answers_in']} ({t.rows[0]['word_split']})" for t in tasks
                               if t.kind == "generation" and t.rows and "word_split" in t.rows[0]
                               and t.rows[0]["word_split"] != "whitespace"})  # fmt: skip

@@ -5,6 +5,9 @@ and lm-eval's own dependencies only (`datasets`, `sacrebleu`; spaCy where the us
 
 - `load_docs`, lm-eval's `custom_dataset` hook: a task's rendered documents from the JSON lines beside its YAML.
 - The metrics lm-eval has not, as this project computes them:
+  `choice_loglikelihood` and `accuracy_over_choices` (partial scoring: one `loglikelihood` request per (document,
+  choice), each with its own context and continuation, folded back into one answer per document: the choice with
+  the highest log-likelihood, the first on a tie, as numpy's argmax in lighteval);
   `reference_bits_per_byte` (a reference's bits per byte given its prompt: lm-eval's `bits_per_byte` aggregation,
   fed from a `loglikelihood` request, as the suite's translation log-likelihood tasks are);
   `chrf_plus_plus` (corpus chrF++, sacreBLEU's `CHRF(word_order=2)` with one reference stream, as
@@ -50,6 +53,29 @@ def reference_bits_per_byte(doc: dict, results: Sequence[tuple[float, bool]]) ->
     over the corpus and divided by lm-eval's `bits_per_byte` aggregation (-sum(ll) / sum(bytes) / ln 2)."""
     loglikelihood = float(results[0][0])
     return {"bits_per_byte": (loglikelihood, len(doc["continuation"].encode("utf-8")))}
+
+
+def choice_loglikelihood(doc: dict, results: Sequence[tuple[float, bool]]) -> dict[str, tuple[Any, ...]]:
+    """A per-choice `loglikelihood` task's `process_results`: (document, choice, choices, log-likelihood, gold)."""
+    return {"acc": (doc["document"], doc["choice"], doc["choices"], float(results[0][0]), doc["gold"])}
+
+
+def accuracy_over_choices(items: Sequence[tuple[Any, ...]]) -> float:
+    """The share of documents whose highest-scoring choice is the gold one (the first on a tie); a document missing
+    a choice (lm-eval's --limit cut it) is an error, not a silent miss."""
+    by_document: dict[Any, dict[int, float]] = {}
+    expected: dict[Any, tuple[int, int]] = {}
+    for document, choice, choices, loglikelihood, gold in items:
+        by_document.setdefault(document, {})[int(choice)] = loglikelihood
+        expected[document] = (int(choices), int(gold))
+    right = 0
+    for document, scores in by_document.items():
+        choices, gold = expected[document]
+        if sorted(scores) != list(range(choices)):
+            raise ValueError(f"document {document}: log-likelihoods of choices {sorted(scores)}, expected {choices}")
+        best = max(range(choices), key=scores.__getitem__)
+        right += int(best == gold)
+    return right / len(by_document)
 
 
 def chrf_plus_plus_results(doc: dict, results: Sequence[str]) -> dict[str, tuple[str, str]]:

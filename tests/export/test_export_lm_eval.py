@@ -9,10 +9,12 @@ import dataclasses
 import json
 import math
 import os
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -24,7 +26,7 @@ KEPT = [
     ("belebele_zul_mcf", 5, "acc"),
     ("mmlu_afr_virology_zul_hybrid", 5, "acc_norm_pmi"),
     ("flores_ppl_yor", 0, "bits_per_byte"),
-    ("winogrande_afr_zul_cf", 0, "acc"),  # partial scoring, both kinds of sentence: two parts and a group
+    ("winogrande_afr_zul_cf", 0, "acc"),  # partial scoring: one request per (document, choice)
     ("afriqa_hau", 0, "f1_eng"),  # generative, F1 and prefix match
     ("mafand_mt_en2xx_gen_yor", 1, "chrf++"),  # generative, corpus chrF++
     ("mafand_mt_en2xx_ll_yor", 1, "bits_per_byte"),  # the reference's bits per byte given its prompt
@@ -152,45 +154,59 @@ def test_groups_per_language_and_what_was_left_out(exported: tuple[Path, Any]) -
         "acc_mutual_info",
     ]
     assert "acc_mutual_info conditions on nothing" in (out / "finetasks_afr_zul.yaml").read_text()
+    assert "a language is the plain mean of all its tasks" in (out / "finetasks_afr_zul.yaml").read_text()
     readme = (out / "README.md").read_text()
     assert "--include_path" in readme and "finetasks_afr_hau,finetasks_afr_yor,finetasks_afr_zul" in readme
-    assert "- `winogrande_afr_zul_cf`" in readme and "Partial-scoring tasks in two parts" in readme
     assert "sib200 (`Davlan/sib200`): CC-BY-SA-4.0" in readme and "belebele (`facebook/belebele`)" in readme
     assert "sib200_hau_cf" not in readme  # not kept
     said = " ".join(result.output.split())
-    assert "9 task(s) rendered, 1 lm-eval task(s) named, 3 language group(s)" in said
+    assert "8 task(s) rendered, 1 lm-eval task(s) named, 3 language group(s)" in said
 
 
-def test_partial_scoring_is_lm_eval_s_multiple_input_and_the_sentences_ending_at_the_blank_a_second_part(
+def test_partial_scoring_is_one_request_per_choice_exactly_lighteval_s_and_folded_back_per_document(
     exported: tuple[Path, Any],
 ) -> None:
     """Each request lm-eval will make is the one lighteval's partial scoring makes: per choice, the prompt of the
-    document with that choice's context as its query, and the choice's own continuation."""
+    document with that choice's context as its query, and the choice's own continuation (Winogrande zul holds both
+    kinds: a shared continuation after each option's context, and sentences ending at the blank, one context and
+    the option plus the rest as each continuation); utils.py folds them back into lighteval's accuracy."""
     from lighteval.tasks.prompt_manager import PromptManager
 
     from finetasks_afr.scoring.partial_scoring import partial_contexts
 
     out, _ = exported
     manager = PromptManager(use_chat_template=False)
-    expected: list[list[tuple[str, str]]] = []
-    for doc in _docs("winogrande_afr_zul_cf", 0):
+    docs = _docs("winogrande_afr_zul_cf", 0)
+    expected = []
+    for number, doc in enumerate(docs):
         contexts = partial_contexts(doc)
         assert contexts is not None
-        queries = [dataclasses.replace(doc, query=context) for context in contexts]
-        expected.append([(manager.prepare_prompt(q), choice) for q, choice in zip(queries, doc.choices, strict=True)])
-    partial = _jsonl(out / "winogrande_afr_zul_cf__partial.jsonl")
-    whole = _jsonl(out / "winogrande_afr_zul_cf__whole.jsonl")
-    requests = [[(c, r["continuation"]) for c in r["contexts"]] for r in partial]
-    requests += [[(r["context"], choice) for choice in r["choices"]] for r in whole]
-    assert sorted(requests) == sorted(expected) and len(whole) > 10 and len(partial) > 10 * len(whole)
-    spec = yaml.load((out / "winogrande_afr_zul_cf__partial.yaml").read_text(), Loader=_Loader)
-    assert (spec["doc_to_text"], spec["doc_to_choice"], spec["doc_to_target"]) == ("gold", "contexts", "continuation")
-    assert [m["metric"] for m in spec["metric_list"]] == ["acc"]
-    group = yaml.safe_load((out / "winogrande_afr_zul_cf.yaml").read_text())
-    assert group["task"] == ["winogrande_afr_zul_cf__partial", "winogrande_afr_zul_cf__whole"]
-    assert group["aggregate_metric_list"] == [{"metric": "acc", "aggregation": "mean", "weight_by_size": True}]
-    category = yaml.safe_load((out / "finetasks_afr_zul_res.yaml").read_text())
-    assert "winogrande_afr_zul_cf" in category["task"] and "winogrande_afr_zul_cf__partial" not in category["task"]
+        for i, (context, choice) in enumerate(zip(contexts, doc.choices, strict=True)):
+            prompt = manager.prepare_prompt(dataclasses.replace(doc, query=context))
+            expected.append((prompt, choice, number, i, len(doc.choices), doc.gold_index[0]))
+    rows = _jsonl(out / "winogrande_afr_zul_cf.jsonl")
+    assert [(r["context"], r["continuation"], r["document"], r["choice"], r["choices"], r["gold"]) for r in rows] == (
+        expected
+    )
+    kinds = Counter((len({r["context"] for r in rows if r["document"] == n}) > 1) for n in range(len(docs)))
+    assert kinds[True] > 1000 and kinds[False] > 50  # a context per choice; one context, a continuation per choice
+    spec = yaml.load((out / "winogrande_afr_zul_cf.yaml").read_text(), Loader=_Loader)
+    assert spec["output_type"] == "loglikelihood" and spec["process_results"] == "!function utils.choice_loglikelihood"
+    assert spec["metric_list"] == [{"metric": "acc", "aggregation": "!function utils.accuracy_over_choices",
+                                    "higher_is_better": True}]  # fmt: skip
+    assert spec["metadata"] == {"version": 1.0, "fewshot_in_context": 0}
+    namespace: dict[str, Any] = {"__file__": str(out / "utils.py")}
+    exec(compile((out / "utils.py").read_text(), str(out / "utils.py"), "exec"), namespace)
+    lls = [-float(len(r["context"]) % 7 + r["choice"] * (r["document"] % 3 - 1)) for r in rows]  # ties included
+    items = [namespace["choice_loglikelihood"](r, [(ll, False)])["acc"] for r, ll in zip(rows, lls, strict=True)]
+    by_document: dict[int, list[float]] = {}
+    for row, ll in zip(rows, lls, strict=True):
+        by_document.setdefault(row["document"], []).append(ll)
+    gold = {r["document"]: r["gold"] for r in rows}
+    right = sum(int(np.argmax(scores) == gold[n]) for n, scores in by_document.items())  # lighteval: np.argmax
+    assert namespace["accuracy_over_choices"](items) == right / len(docs)
+    with pytest.raises(ValueError, match="document 0: log-likelihoods of choices"):
+        namespace["accuracy_over_choices"](items[1:])  # a choice cut off (lm-eval's --limit): named, not a miss
 
 
 def test_generative_and_reference_tasks_carry_lighteval_s_prompts_golds_and_settings(
