@@ -160,7 +160,7 @@ def by_query(ours: list[dict]) -> dict[str, list[list[float]]]:
     return found
 
 
-def compare_partial(task: str, samples: list[dict], ours: list[dict]) -> dict[str, int]:
+def compare_partial(task: str, samples: list[dict], ours: list[dict]) -> Counter[str]:
     """Partial scoring, one lm-eval request per (document, choice): each is the exported (context, continuation),
     every document's requests are those lighteval's partial scoring sent, with equal log-likelihoods, and each
     document is right in lm-eval's folding exactly when it is right here; except where a document's requests are all
@@ -173,22 +173,28 @@ def compare_partial(task: str, samples: list[dict], ours: list[dict]) -> dict[st
         requests = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]
         if requests != [(doc["context"], doc["continuation"])]:
             raise CheckError(f"{task}: lm-eval's request differs from the exported one: {requests[:1]}")
-        entry = per_document.setdefault(doc["document"], {"doc": doc, "lls": {}, "requests": set()})
+        entry = per_document.setdefault(doc["document"], {"doc": doc, "lls": {}, "requests": set(), "by_choice": {}})
         entry["lls"][doc["choice"]] = float(sample["resps"][0][0][0])
         entry["requests"].add(requests[0])
-    counts = {"documents": len(per_document), "right_here": 0, "right_in_lm_eval": 0, "identical_options": 0}
+        entry["by_choice"][doc["choice"]] = requests[0]
+    counts = Counter({"documents": len(per_document), "identical_options": 0})
     for entry in per_document.values():
         doc, lls = entry["doc"], entry["lls"]
         theirs = [lls[i] for i in range(doc["choices"])]
         mine = matching(task, theirs, known.get(doc["query"], []))
-        right_here = int(max(range(len(mine)), key=mine.__getitem__) == doc["gold"])
-        right_there = int(max(range(len(theirs)), key=theirs.__getitem__) == doc["gold"])
+        lengths = [len(entry["by_choice"][i][1]) for i in range(doc["choices"])]  # the continuation's characters
         identical = len(entry["requests"]) == 1
-        if right_here != right_there and not identical:
-            raise CheckError(f"{task}: document {doc['document']} right in one harness and wrong in the other")
-        counts["right_here"] += right_here
-        counts["right_in_lm_eval"] += right_there
         counts["identical_options"] += int(identical)
+        for metric, divide in (("acc", False), ("acc_norm", True)):
+            here, there = (
+                [ll / n if divide else ll for ll, n in zip(lls_, lengths, strict=True)] for lls_ in (mine, theirs)
+            )
+            right_here = int(max(range(len(here)), key=here.__getitem__) == doc["gold"])
+            right_there = int(max(range(len(there)), key=there.__getitem__) == doc["gold"])
+            if right_here != right_there and not identical:
+                raise CheckError(f"{task}: document {doc['document']} {metric}: right in one harness only")
+            counts[f"{metric}_here"] += right_here
+            counts[f"{metric}_in_lm_eval"] += right_there
     if counts["documents"] != len(ours):
         raise CheckError(f"{task}: lm-eval scored {counts['documents']} documents, this project {len(ours)}")
     log(f"{task}: {counts['documents']} documents, {len(samples)} requests, every request and log-likelihood equal")
@@ -280,15 +286,20 @@ def check_partial_and_reference(
     """Winogrande CF (partial scoring, a request per choice) and a translation reference's bits per byte."""
     task = "winogrande_afr_zul_cf"
     counts = compare_partial(task, samples[task], details[task])
-    theirs, mine = results["results"][task]["acc,none"], ours[f"{task}|0"]["acc"]
     documents = counts["documents"]
-    if not (close(theirs, counts["right_in_lm_eval"] / documents) and mine == counts["right_here"] / documents):
-        raise CheckError(f"{task} acc: lm-eval {theirs}, this project {mine}, recomputed {counts}")
-    log(
-        f"{task}: acc {theirs:.6f} (lm-eval, utils.accuracy_over_choices) and {mine:.6f} (this project): each "
-        f"document right or wrong alike, but for ties: {counts['identical_options']} documents whose options are "
-        f"the same word ({counts['right_in_lm_eval'] - counts['right_here']:+d} right in lm-eval: it takes the first)"
-    )
+    summary: dict[str, Any] = {"documents": documents, "identical_options": counts["identical_options"]}
+    for metric in ("acc", "acc_norm"):
+        theirs, mine = results["results"][task][f"{metric},none"], ours[f"{task}|0"][metric]
+        if not (
+            close(theirs, counts[f"{metric}_in_lm_eval"] / documents) and mine == counts[f"{metric}_here"] / documents
+        ):
+            raise CheckError(f"{task} {metric}: lm-eval {theirs}, this project {mine}, recomputed {dict(counts)}")
+        log(
+            f"{task}: {metric} {theirs:.6f} (lm-eval, utils.py) and {mine:.6f} (this project): each document right "
+            f"or wrong alike, but for ties: {counts['identical_options']} documents whose options are the same word "
+            f"({counts[f'{metric}_in_lm_eval'] - counts[f'{metric}_here']:+d} right in lm-eval: it takes the first)"
+        )
+        summary[metric] = [theirs, mine]
     reference = "mafand_mt_en2xx_ll_yor"
     scored = compare_reference(reference, samples[reference], details[reference], positions)
     bpb, my_bpb = results["results"][reference]["bits_per_byte,none"], ours[f"{reference}|1"]["bits_per_byte"]
@@ -303,7 +314,7 @@ def check_partial_and_reference(
         "log-likelihoods over the references' bytes"
     )
     counts_reference = {"bits_per_byte": [bpb, my_bpb], "longer_than_the_model": scored["longer_than_the_model"]}
-    return {task: {"acc_lm_eval": theirs, "acc": mine, **counts}, reference: counts_reference}
+    return {task: summary, reference: counts_reference}
 
 
 def exported_utils(folder: Path) -> Any:

@@ -203,7 +203,7 @@ def _render(name: str, info: Any, metric: str, docs: list[Any], prompts: Any, na
         return "partial scoring with PMI: every option scores the same continuation, so PMI is not defined"
     pairs = enumerate(zip(docs, contexts, strict=True))
     rows = [request for number, (doc, found) in pairs for request in _per_choice(prompts, doc, found, name, number)]
-    return task(rows, "loglikelihood", ["acc"], "per_choice")
+    return task(rows, "loglikelihood", ["acc", "acc_norm"], "per_choice")
 
 
 def _partial_doc(doc: Any, contexts: list[str] | None, index: int) -> Any:
@@ -310,11 +310,12 @@ def _task_yaml(task: ExportedTask) -> str:
         body = ("doc_to_text: context\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
                 "process_results: !function utils.reference_bits_per_byte\n")  # fmt: skip
     elif task.kind == "per_choice":  # a request per (document, choice); the accuracy folds them per document
-        body = ("# one request per (document, choice): partial scoring gives each choice its own context; the\n"
-                "# selection's character- or token-normalised accuracy equals acc here (a shared continuation)\n"
+        body = ("# one request per (document, choice): partial scoring gives each choice its own context\n"
                 "doc_to_text: context\ndoc_to_target: continuation\ntarget_delimiter: ''\n"
                 "process_results: !function utils.choice_loglikelihood\n")  # fmt: skip
-        metrics = _metric_entry("acc", "!function utils.accuracy_over_choices")
+        metrics = _metric_entry("acc", "!function utils.accuracy_over_choices") + _metric_entry(
+            "acc_norm", "!function utils.normalised_accuracy_over_choices"
+        )
     elif task.kind == "generation":
         first = task.rows[0]
         until = json.dumps(first["until"], ensure_ascii=False)

@@ -7,7 +7,7 @@ and lm-eval's own dependencies only (`datasets`, `sacrebleu`; spaCy where the us
 - The metrics lm-eval has not, as this project computes them:
   `choice_loglikelihood` and `accuracy_over_choices` (partial scoring: one `loglikelihood` request per (document,
   choice), each with its own context and continuation, folded back into one answer per document: the choice with
-  the highest log-likelihood, the first on a tie, as numpy's argmax in lighteval);
+  the highest log-likelihood, raw or per character, the first on a tie, as numpy's argmax in lighteval);
   `reference_bits_per_byte` (a reference's bits per byte given its prompt: lm-eval's `bits_per_byte` aggregation,
   fed from a `loglikelihood` request, as the suite's translation log-likelihood tasks are);
   `chrf_plus_plus` (corpus chrF++, sacreBLEU's `CHRF(word_order=2)` with one reference stream, as
@@ -56,26 +56,38 @@ def reference_bits_per_byte(doc: dict, results: Sequence[tuple[float, bool]]) ->
 
 
 def choice_loglikelihood(doc: dict, results: Sequence[tuple[float, bool]]) -> dict[str, tuple[Any, ...]]:
-    """A per-choice `loglikelihood` task's `process_results`: (document, choice, choices, log-likelihood, gold)."""
-    return {"acc": (doc["document"], doc["choice"], doc["choices"], float(results[0][0]), doc["gold"])}
+    """A per-choice `loglikelihood` task's `process_results`: (document, choice, choices, log-likelihood, gold,
+    characters of the continuation) for `acc` and `acc_norm`."""
+    item = (doc["document"], doc["choice"], doc["choices"], float(results[0][0]), doc["gold"], len(doc["continuation"]))
+    return {"acc": item, "acc_norm": item}
 
 
-def accuracy_over_choices(items: Sequence[tuple[Any, ...]]) -> float:
-    """The share of documents whose highest-scoring choice is the gold one (the first on a tie); a document missing
-    a choice (lm-eval's --limit cut it) is an error, not a silent miss."""
+def _right_share(items: Sequence[tuple[Any, ...]], by_characters: bool) -> float:
     by_document: dict[Any, dict[int, float]] = {}
     expected: dict[Any, tuple[int, int]] = {}
-    for document, choice, choices, loglikelihood, gold in items:
-        by_document.setdefault(document, {})[int(choice)] = loglikelihood
+    for document, choice, choices, loglikelihood, gold, characters in items:
+        score = loglikelihood / characters if by_characters else loglikelihood
+        by_document.setdefault(document, {})[int(choice)] = score
         expected[document] = (int(choices), int(gold))
     right = 0
     for document, scores in by_document.items():
         choices, gold = expected[document]
         if sorted(scores) != list(range(choices)):
             raise ValueError(f"document {document}: log-likelihoods of choices {sorted(scores)}, expected {choices}")
-        best = max(range(choices), key=scores.__getitem__)
-        right += int(best == gold)
+        right += int(max(range(choices), key=scores.__getitem__) == gold)
     return right / len(by_document)
+
+
+def accuracy_over_choices(items: Sequence[tuple[Any, ...]]) -> float:
+    """The share of documents whose choice with the highest log-likelihood is the gold one (the first on a tie); a
+    document missing a choice (lm-eval's --limit cut it) is an error, not a silent miss."""
+    return _right_share(items, by_characters=False)
+
+
+def normalised_accuracy_over_choices(items: Sequence[tuple[Any, ...]]) -> float:
+    """As `accuracy_over_choices`, each log-likelihood divided by its continuation's characters (lighteval's
+    `LogProbCharNorm`: the leading space counted)."""
+    return _right_share(items, by_characters=True)
 
 
 def chrf_plus_plus_results(doc: dict, results: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -192,19 +192,25 @@ def test_partial_scoring_is_one_request_per_choice_exactly_lighteval_s_and_folde
     assert kinds[True] > 1000 and kinds[False] > 50  # a context per choice; one context, a continuation per choice
     spec = yaml.load((out / "winogrande_afr_zul_cf.yaml").read_text(), Loader=_Loader)
     assert spec["output_type"] == "loglikelihood" and spec["process_results"] == "!function utils.choice_loglikelihood"
-    assert spec["metric_list"] == [{"metric": "acc", "aggregation": "!function utils.accuracy_over_choices",
-                                    "higher_is_better": True}]  # fmt: skip
+    assert [(m["metric"], m["aggregation"], m["higher_is_better"]) for m in spec["metric_list"]] == [
+        ("acc", "!function utils.accuracy_over_choices", True),
+        ("acc_norm", "!function utils.normalised_accuracy_over_choices", True),
+    ]
     assert spec["metadata"] == {"version": 1.0, "fewshot_in_context": 0}
     namespace: dict[str, Any] = {"__file__": str(out / "utils.py")}
     exec(compile((out / "utils.py").read_text(), str(out / "utils.py"), "exec"), namespace)
     lls = [-float(len(r["context"]) % 7 + r["choice"] * (r["document"] % 3 - 1)) for r in rows]  # ties included
     items = [namespace["choice_loglikelihood"](r, [(ll, False)])["acc"] for r, ll in zip(rows, lls, strict=True)]
     by_document: dict[int, list[float]] = {}
+    normalised: dict[int, list[float]] = {}
     for row, ll in zip(rows, lls, strict=True):
         by_document.setdefault(row["document"], []).append(ll)
+        normalised.setdefault(row["document"], []).append(ll / len(row["continuation"]))  # lighteval's LogProbCharNorm
     gold = {r["document"]: r["gold"] for r in rows}
     right = sum(int(np.argmax(scores) == gold[n]) for n, scores in by_document.items())  # lighteval: np.argmax
     assert namespace["accuracy_over_choices"](items) == right / len(docs)
+    right_norm = sum(int(np.argmax(scores) == gold[n]) for n, scores in normalised.items())
+    assert namespace["normalised_accuracy_over_choices"](items) == right_norm / len(docs) != right / len(docs)
     with pytest.raises(ValueError, match="document 0: log-likelihoods of choices"):
         namespace["accuracy_over_choices"](items[1:])  # a choice cut off (lm-eval's --limit): named, not a miss
 

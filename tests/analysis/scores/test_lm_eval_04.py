@@ -19,7 +19,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analysis.scores.lm_eval import FILTER_PREFERENCE, LmEvalError, afrobench_task_info, read_lm_eval_04
+from analysis.scores.lm_eval import (
+    FEWSHOT_IN_CONTEXT,
+    FILTER_PREFERENCE,
+    LmEvalError,
+    afrobench_task_info,
+    read_lm_eval_04,
+    read_results_file,
+)
 from analysis.scores.read import read_scores
 from analysis.scores.table import LoadReport, ScoreTableError, TaskInfo
 from finetasks_afr.cli import app
@@ -414,3 +421,19 @@ def test_task_info_mapping_is_accepted_by_the_python_api(leaderboard: Loaded) ->
         "afrimgsm_lm_eval"
     ]
     assert table.drop("benchmark").equals(frame.drop("benchmark"))
+
+
+def test_an_exported_task_s_few_shot_count_comes_from_its_metadata(tmp_path: Path) -> None:
+    """`finetasks-afr export lm-eval` puts the examples in each context (lm-eval's n-shot says 0) and the count in
+    the task's metadata: collect reads that, so an exported belebele_zul_mcf|5 comes back as |5, not |0."""
+    path, data = fixture_files()[0]
+    task = next(name for name in data["results"] if not data["group_subtasks"].get(name))
+    data["n-shot"][task] = 0
+    data["configs"].setdefault(task, {})["metadata"] = {"version": 1.0, FEWSHOT_IN_CONTEXT: 5}
+    copy = tmp_path / path.name
+    copy.write_text(json.dumps(data), encoding="utf-8")
+    assert {fewshot for name, fewshot in read_results_file(copy).scores if name == task} == {5}
+    for wrong in (True, -1, "5"):  # not a count: lm-eval's own n-shot stands
+        data["configs"][task]["metadata"][FEWSHOT_IN_CONTEXT] = wrong
+        copy.write_text(json.dumps(data), encoding="utf-8")
+        assert {fewshot for name, fewshot in read_results_file(copy).scores if name == task} == {0}
