@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: study study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-pilot study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -116,6 +116,9 @@ bundle: install
 STUDY_OUT ?= out/study
 study: install
 	$(CLI) study --shared-data $(RAW) --out $(STUDY_OUT)
+
+study-pilot: install
+	$(CLI) study --pilot --shared-data $(RAW) --out out/study-pilot
 
 study-publish: install
 	$(CLI) study --shared-data $(RAW) --out $(STUDY_OUT) --publish docs/study

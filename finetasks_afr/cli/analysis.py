@@ -267,6 +267,13 @@ def study_command(
     ci_slice: Annotated[
         bool, typer.Option("--slice", help="The CI slice: one mix, one seed, two checkpoints, three tasks.")
     ] = False,
+    pilot: Annotated[
+        bool,
+        typer.Option(
+            "--pilot",
+            help="Only round 2's pilot: the dose response of bits per byte to a language's share (pilot.json).",
+        ),
+    ] = False,
     reanalyse: Annotated[
         Path | None,
         typer.Option(
@@ -293,6 +300,15 @@ def study_command(
         return
     if not (shared_data / "corpus").is_dir():
         raise fail(f"no training text under {shared_data / 'corpus'}: pass --shared-data <the shared data root>")
+    if pilot:
+        from finetasks_afr.study.pilot import run_pilot
+
+        result = run_pilot(shared_data, out, threads=workers, log=lambda line: console.print(line))
+        for language, fit in result["fits"].items():
+            console.print(f"{language}: {fit['slope']:+.4f} bits per byte per doubling of its share "
+                          f"(stderr {fit['slope_stderr']:.4f}), seed sd {fit['seed_sd']:.4f}")  # fmt: skip
+        console.print(f"[green]wrote[/] {out / 'pilot.json'}")
+        return
     sizes = slice_sizes() if ci_slice else StudySizes()
     run_study(out, shared_data, sizes, workers=workers, log=lambda line: console.print(line))
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, truth_check.csv, study.json")

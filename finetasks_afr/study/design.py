@@ -22,6 +22,9 @@ CORPUS_FILES: dict[str, str] = {
 }
 LANGUAGES: tuple[str, ...] = tuple(CORPUS_FILES)
 CONTROL = "som"
+# Unevaluated filler (round 2's pilot): NCHLT text of languages no study task scores, so a mix can give a studied
+# language a small share without growing any other studied language's share.
+FILLER_FILES: dict[str, str] = {"afr": "corpus/nchlt_improved/afr.txt", "tso": "corpus/nchlt_improved/tso.txt"}
 
 # Each mix's share of a run's training tokens, per language (the issue's design).
 MIXES: dict[str, dict[str, float]] = {
@@ -62,6 +65,7 @@ class StudySizes:
     checkpoints: int = 10  # one every tenth of the budget
     learning_rate: float = 2e-3
     warmup_steps: int = 20
+    lr_scheduler: str = "constant_with_warmup"  # or "cosine_with_min_lr": decayed to 10% by the last step
     seeds: tuple[int, ...] = (1, 2, 3)
     mixes: tuple[str, ...] = tuple(MIXES)
     max_samples: int | None = 32  # documents per task and checkpoint (lighteval's max_samples: the first N)
@@ -94,5 +98,5 @@ def slice_sizes() -> StudySizes:
 
 
 def corpus_path(shared_data: Path, language: str) -> Path:
-    """The training text of `language` under the shared data root."""
-    return Path(shared_data) / CORPUS_FILES[language]
+    """The training text of `language` (a studied language or a filler) under the shared data root."""
+    return Path(shared_data) / {**CORPUS_FILES, **FILLER_FILES}[language]

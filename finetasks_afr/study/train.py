@@ -115,8 +115,10 @@ def train_study_run(
     sizes: StudySizes,
     threads: int = 1,
     quiet: bool = True,
+    shares: Mapping[str, float] | None = None,
 ) -> Path:
-    """Train one tiny Llama on `mix` with `seed`, writing `out_dir/checkpoint-<step>/` and then `out_dir/DONE`.
+    """Train one tiny Llama on `mix` (or, named `mix`, on `shares`: the pilot's mixes) with `seed`, writing
+    `out_dir/checkpoint-<step>/` and then `out_dir/DONE`.
 
     A folder with `DONE` is returned untouched; one without it (an interrupted run) is removed and the run trained
     from scratch. Deterministic given the arguments. `DONE` holds the mix, seed, sizes, the per-language blocks,
@@ -124,7 +126,7 @@ def train_study_run(
     """
     from transformers import AutoTokenizer
 
-    if mix not in MIXES:
+    if shares is None and mix not in MIXES:
         raise KeyError(f"unknown mix {mix!r}; the study has {sorted(MIXES)}")
     steps = sizes.steps
     if steps * sizes.batch_size * sizes.seq_len != sizes.tokens_per_run:
@@ -138,10 +140,10 @@ def train_study_run(
     _clear_interrupted(out_dir)
     started = time.perf_counter()
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-    shares = MIXES[mix]
-    paragraphs = {language: read_corpus(shared_data, language) for language, share in shares.items() if share > 0}
+    mix_shares = MIXES[mix] if shares is None else shares
+    paragraphs = {language: read_corpus(shared_data, language) for language, share in mix_shares.items() if share > 0}
     blocks, stats = mix_blocks(
-        tokenizer, paragraphs, shares, tokens=sizes.tokens_per_run, seq_len=sizes.seq_len, seed=seed
+        tokenizer, paragraphs, mix_shares, tokens=sizes.tokens_per_run, seq_len=sizes.seq_len, seed=seed
     )
     train_blocks(
         blocks,
@@ -153,6 +155,7 @@ def train_study_run(
         batch_size=sizes.batch_size,
         learning_rate=sizes.learning_rate,
         warmup_steps=sizes.warmup_steps,
+        lr_scheduler=sizes.lr_scheduler,
         save_at=save_steps(steps, sizes.save_every, None),
         logging_steps=sizes.save_every,
         threads=threads,

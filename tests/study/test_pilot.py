@@ -1,0 +1,44 @@
+"""The round-2 pilot's design and fit (issue 38): mixes that change only the pilot languages' share, and the dose
+response against a hand-computed case and numpy's independent least squares."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from finetasks_afr.study.design import CONTROL, FILLER_FILES
+from finetasks_afr.study.pilot import PILOT_LANGUAGES, PILOT_SHARES, fit_dose_response, pilot_mix, pilot_sizes
+
+
+@pytest.mark.parametrize("share", PILOT_SHARES)
+def test_a_pilot_mix_changes_only_the_pilot_languages_share(share: float) -> None:
+    mix = pilot_mix(share)
+    assert math.isclose(sum(mix.values()), 1.0)
+    assert all(mix[language] == share for language in PILOT_LANGUAGES) and mix[CONTROL] == 0.10
+    assert [mix[language] for language in FILLER_FILES] == [pytest.approx((0.9 - 2 * share) / 2)] * 2
+    with pytest.raises(ValueError, match="no room for the control"):
+        pilot_mix(0.46)
+
+
+def test_pilot_sizes_decay_the_learning_rate_and_keep_the_last_checkpoint_only() -> None:
+    sizes = pilot_sizes()
+    assert sizes.lr_scheduler == "cosine_with_min_lr" and sizes.steps == 200 and sizes.save_every == 200
+    assert sizes.seeds == (1, 2)
+
+
+def test_the_dose_response_fit_by_hand_and_by_numpy() -> None:
+    # two seeds at shares 1/8, 1/4, 1/2: log2 -3, -2, -1; means 3.0, 2.9, 2.8 (slope -0.1 per doubling); each pair
+    # is its mean +- 0.01, so the pooled seed sd is sqrt(3 x 2 x 0.01^2 / 3) = 0.01 x sqrt(2)
+    points = [(0.125, 1, 3.01), (0.125, 2, 2.99), (0.25, 1, 2.91), (0.25, 2, 2.89), (0.5, 1, 2.81), (0.5, 2, 2.79)]
+    fit = fit_dose_response("zul", points)
+    assert fit.slope == pytest.approx(-0.1) and fit.intercept == pytest.approx(2.7)
+    assert fit.seed_sd == pytest.approx(0.01 * math.sqrt(2))
+    slope, intercept = np.polyfit([math.log2(s) for s, _, _ in points], [b for _, _, b in points], 1)
+    assert (fit.slope, fit.intercept) == (pytest.approx(slope), pytest.approx(intercept))
+    # 2.25x apart: -0.1 x log2(2.25) = -0.117, against 2 x 0.0141 x sqrt(2/3) = 0.0231: resolved; 1.1x: -0.0138, not
+    assert fit.contrast(2.25) == pytest.approx(-0.1 * math.log2(2.25))
+    assert fit.resolvable(2.25) and not fit.resolvable(1.1)
+    with pytest.raises(ValueError, match="at least two shares"):
+        fit_dose_response("zul", points[:2])
