@@ -9,9 +9,11 @@ checkpoint on the `flores_ppl` texts of both languages by the one scoring core (
 the bits per byte of the `flores_ppl` tasks).
 
 From the points, per language: the least-squares slope of bits per byte on log2(share) (the change per doubling),
-the seed noise (the pooled standard deviation of two seeds at the same share), and for candidate designs (shares a
-ratio r apart) the predicted contrast slope x log2(r) against twice the standard error of a difference of two
-3-seed means, sd x sqrt(2/3): a design is resolvable when every adjacent contrast exceeds it.
+the seed noise (the pooled standard deviation of two seeds at the same share; it holds each seed's own offset,
+its initialisation), the paired noise (the residual once an offset per seed is fitted: what the study's
+seed-paired comparisons face), and for candidate designs (shares a ratio r apart) the predicted contrast
+slope x log2(r) against twice the standard error of a seed-paired difference of two 3-seed means,
+paired sd x sqrt(2/3): a design is resolvable when every adjacent contrast exceeds it.
 """
 
 from __future__ import annotations
@@ -60,16 +62,22 @@ class DoseResponse:
     slope: float
     intercept: float
     slope_stderr: float
-    seed_sd: float
+    seed_sd: float  # the spread of seeds at one share (pooled): what unpaired means of seeds face
+    paired_sd: float  # the residual once each seed's own offset is fitted: what seed-paired differences face
     points: list[tuple[float, int, float]]  # (share, seed, bits per byte)
 
     def contrast(self, ratio: float) -> float:
         """The predicted bits-per-byte difference between two shares `ratio` apart (negative: more is better)."""
         return self.slope * math.log2(ratio)
 
+    def twice_stderr(self, seeds: int = DESIGN_SEEDS) -> float:
+        """Twice the standard error of a seed-paired difference of two mixes' `seeds`-seed means (the study's
+        orderings pair seed s of one mix with seed s of the other: same initialisation)."""
+        return 2 * self.paired_sd * math.sqrt(2 / seeds)
+
     def resolvable(self, ratio: float, seeds: int = DESIGN_SEEDS) -> bool:
-        """Whether that contrast exceeds twice the standard error of a difference of two `seeds`-seed means."""
-        return abs(self.contrast(ratio)) > 2 * self.seed_sd * math.sqrt(2 / seeds)
+        """Whether the contrast of shares `ratio` apart exceeds `twice_stderr`."""
+        return abs(self.contrast(ratio)) > self.twice_stderr(seeds)
 
 
 def fit_dose_response(language: str, points: Sequence[tuple[float, int, float]]) -> DoseResponse:
@@ -86,7 +94,23 @@ def fit_dose_response(language: str, points: Sequence[tuple[float, int, float]])
     squares = sum(sum((x - sum(g) / len(g)) ** 2 for x in g) for g in groups.values())
     freedom = sum(len(g) - 1 for g in groups.values())
     seed_sd = math.sqrt(squares / freedom) if freedom else math.nan
-    return DoseResponse(language, float(fit.slope), float(fit.intercept), float(fit.stderr), seed_sd, list(points))
+    return DoseResponse(language, float(fit.slope), float(fit.intercept), float(fit.stderr), seed_sd,
+                        paired_residual_sd(points), list(points))  # fmt: skip
+
+
+def paired_residual_sd(points: Sequence[tuple[float, int, float]]) -> float:
+    """The residual standard deviation of bits per byte = a + b log2(share) + an offset per seed (least squares,
+    n - parameters degrees of freedom): the noise left in a seed-paired comparison; NaN without a degree of freedom."""
+    import numpy as np
+
+    seeds = sorted({seed for _, seed, _ in points})
+    design = np.array([[1.0, math.log2(share), *(float(seed == s) for s in seeds[1:])] for share, seed, _ in points])
+    target = np.array([bpb for _, _, bpb in points])
+    coefficients, *_ = np.linalg.lstsq(design, target, rcond=None)
+    freedom = len(points) - design.shape[1]
+    if freedom <= 0:
+        return math.nan
+    return float(math.sqrt(float(np.sum((target - design @ coefficients) ** 2)) / freedom))
 
 
 def pilot_texts(mirror: Path, language: str) -> list[str]:
@@ -154,7 +178,7 @@ def _design(fits: Mapping[str, DoseResponse], ratio: float) -> dict[str, dict[st
     return {
         language: {
             "contrast": round(fit.contrast(ratio), 4),
-            "twice_stderr": round(2 * fit.seed_sd * math.sqrt(2 / DESIGN_SEEDS), 4),
+            "twice_stderr": round(fit.twice_stderr(), 4),
             "resolvable": fit.resolvable(ratio),
         }
         for language, fit in fits.items()

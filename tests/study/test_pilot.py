@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from finetasks_afr.study.design import CONTROL, FILLER_FILES
 from finetasks_afr.study.pilot import PILOT_LANGUAGES, PILOT_SHARES, fit_dose_response, pilot_mix, pilot_sizes
@@ -35,10 +36,25 @@ def test_the_dose_response_fit_by_hand_and_by_numpy() -> None:
     fit = fit_dose_response("zul", points)
     assert fit.slope == pytest.approx(-0.1) and fit.intercept == pytest.approx(2.7)
     assert fit.seed_sd == pytest.approx(0.01 * math.sqrt(2))
+    # seed 1 is 0.02 above seed 2 at every share and the means lie on the line: the seed offset is fitted away and
+    # nothing is left for a seed-paired comparison
+    assert fit.paired_sd == pytest.approx(0.0, abs=1e-12)
     slope, intercept = np.polyfit([math.log2(s) for s, _, _ in points], [b for _, _, b in points], 1)
     assert (fit.slope, fit.intercept) == (pytest.approx(slope), pytest.approx(intercept))
-    # 2.25x apart: -0.1 x log2(2.25) = -0.117, against 2 x 0.0141 x sqrt(2/3) = 0.0231: resolved; 1.1x: -0.0138, not
+    # 2.25x apart: -0.1 x log2(2.25) = -0.117
     assert fit.contrast(2.25) == pytest.approx(-0.1 * math.log2(2.25))
-    assert fit.resolvable(2.25) and not fit.resolvable(1.1)
+    shifted = [(s, seed, b + (0.03 if (s, seed) == (0.25, 1) else 0.0)) for s, seed, b in points]
+    noisy = fit_dose_response("zul", shifted)
+    # independently: every share has both seeds, so fitting a seed offset is demeaning within each seed; the slope
+    # is then scipy's line through the demeaned points, and the residual has 6 - 3 degrees of freedom
+    x = {seed: [math.log2(s) for s, k, _ in shifted if k == seed] for seed in (1, 2)}
+    y = {seed: [b for _, k, b in shifted if k == seed] for seed in (1, 2)}
+    dx = [v - np.mean(x[k]) for k in (1, 2) for v in x[k]]
+    dy = [v - np.mean(y[k]) for k in (1, 2) for v in y[k]]
+    line = stats.linregress(dx, dy)
+    residual = np.array(dy) - line.slope * np.array(dx)
+    assert noisy.paired_sd == pytest.approx(math.sqrt(float(residual @ residual) / 3)) and noisy.paired_sd > 0
+    assert noisy.twice_stderr() == pytest.approx(2 * noisy.paired_sd * math.sqrt(2 / 3))
+    assert noisy.resolvable(2.25) and not noisy.resolvable(1.01)
     with pytest.raises(ValueError, match="at least two shares"):
         fit_dose_response("zul", points[:2])
