@@ -43,7 +43,8 @@ def pilot_mix(share: float) -> dict[str, float]:
     rest = 1.0 - len(PILOT_LANGUAGES) * share - CONTROL_SHARE
     if rest < 0:
         raise ValueError(f"a pilot share of {share} leaves no room for the control's {CONTROL_SHARE}")
-    filler = {language: rest / len(FILLER_FILES) for language in FILLER_FILES}
+    # rounded, so that the shares' decimal forms sum to exactly 1 (`corpus.block_counts` checks it in fractions)
+    filler = {language: round(rest / len(FILLER_FILES), 12) for language in FILLER_FILES}
     return {**dict.fromkeys(PILOT_LANGUAGES, share), CONTROL: CONTROL_SHARE, **filler}
 
 

@@ -4,11 +4,13 @@ response against a hand-computed case and numpy's independent least squares."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from finetasks_afr.study.corpus import block_counts
 from finetasks_afr.study.design import CONTROL, FILLER_FILES
 from finetasks_afr.study.pilot import PILOT_LANGUAGES, PILOT_SHARES, fit_dose_response, pilot_mix, pilot_sizes
 
@@ -16,7 +18,8 @@ from finetasks_afr.study.pilot import PILOT_LANGUAGES, PILOT_SHARES, fit_dose_re
 @pytest.mark.parametrize("share", PILOT_SHARES)
 def test_a_pilot_mix_changes_only_the_pilot_languages_share(share: float) -> None:
     mix = pilot_mix(share)
-    assert math.isclose(sum(mix.values()), 1.0)
+    assert sum(Fraction(str(value)) for value in mix.values()) == 1  # as corpus.block_counts demands
+    assert block_counts(mix, 9600)[CONTROL] == 960
     assert all(mix[language] == share for language in PILOT_LANGUAGES) and mix[CONTROL] == 0.10
     assert [mix[language] for language in FILLER_FILES] == [pytest.approx((0.9 - 2 * share) / 2)] * 2
     with pytest.raises(ValueError, match="no room for the control"):
