@@ -288,6 +288,7 @@ def test_the_exported_metrics_equal_lighteval_s_on_real_answers(exported: tuple[
         namespace["reference_bits_per_byte"](r, [(ll, False)])["bits_per_byte"] for r, ll in zip(rows, lls, strict=True)
     ]
     ours_bpb = -sum(ll for ll, _ in summed) / sum(n for _, n in summed) / math.log(2)  # lm-eval's bits_per_byte
-    inputs = [PerplexityCorpusMetricInput(logprobs=ll, weights=len(r["continuation"].encode()))
+    # one summed log-probability and one byte count per document, as translation.ReferenceBytes gives them
+    inputs = [PerplexityCorpusMetricInput(logprobs=ll, weights=len(r["continuation"].encode()))  # type: ignore[arg-type]
               for r, ll in zip(rows, lls, strict=True)]  # fmt: skip
     assert math.isclose(ours_bpb, CorpusLevelPerplexityMetric("bits_per_byte").compute_corpus(inputs), rel_tol=1e-12)
