@@ -32,7 +32,16 @@ from typing import TYPE_CHECKING
 
 from analysis.base.io import atomic_write_text, safe_file_name
 from analysis.base.processes import die_with_parent, starting_children
-from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, LANGUAGES, MIXES, StudySizes
+from finetasks_afr.study.design import (
+    CONTROL,
+    DESIGNED_ORDER,
+    LANGUAGES,
+    MIXES,
+    STUDY_FORMULATIONS,
+    STUDY_LEFT_OUT_CATEGORIES,
+    STUDY_PROMPTS,
+    StudySizes,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,14 +76,23 @@ def prepare_mirror(shared_data: Path, out: Path) -> Path:
 
 def study_tasks(mirror: Path, sizes: StudySizes) -> list[str]:
     """The tasks the study evaluates: `sizes.tasks`, else every log-likelihood task of the suite with local data for
-    the study's languages (generative ones are left out: their F1 and prefix match stay at zero for models this
-    small, and greedy decoding would cost more than all other tasks together)."""
+    the study's languages in the design's formulations and prompt languages, outside its left-out categories
+    (`design.STUDY_FORMULATIONS`, `STUDY_PROMPTS`, `STUDY_LEFT_OUT_CATEGORIES`). Generative tasks are left out:
+    their F1 and prefix match stay at zero for models this small, and greedy decoding would cost more than all other
+    tasks together."""
     os.environ[DATA_DIR_ENV] = str(Path(mirror).resolve())  # the task configs read the mirror it names
+    from finetasks_afr.benchmarks.common import TASK_INFO
     from finetasks_afr.tasks import tasks_with_local_data
 
     available = tasks_with_local_data(Path(mirror), LANGUAGES)
     if sizes.tasks is None:
-        return available
+        return [
+            task
+            for task in available
+            if TASK_INFO[task].formulation in STUDY_FORMULATIONS
+            and TASK_INFO[task].prompt in STUDY_PROMPTS
+            and TASK_INFO[task].category not in STUDY_LEFT_OUT_CATEGORIES
+        ]
     missing = sorted(set(sizes.tasks) - set(available))
     if missing:
         raise ValueError(f"study tasks without local data for the study's languages: {', '.join(missing)}")
