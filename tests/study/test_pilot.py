@@ -3,16 +3,27 @@ response against a hand-computed case and numpy's independent least squares."""
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from finetasks_afr.study.corpus import block_counts
-from finetasks_afr.study.design import CONTROL, FILLER_FILES
-from finetasks_afr.study.pilot import PILOT_LANGUAGES, PILOT_SHARES, fit_dose_response, pilot_mix, pilot_sizes
+from finetasks_afr.study.design import CONTROL, DESIGNED_ORDER, FILLER_FILES, HIGH, LOW, MIDDLE, MIXES
+from finetasks_afr.study.pilot import (
+    PILOT_LANGUAGES,
+    PILOT_SHARES,
+    DoseResponse,
+    fit_dose_response,
+    pilot_mix,
+    pilot_sizes,
+)
+
+PILOT_RESULTS = Path(__file__).resolve().parents[2] / "docs" / "study" / "pilot.json"
 
 
 @pytest.mark.parametrize("share", PILOT_SHARES)
@@ -61,3 +72,23 @@ def test_the_dose_response_fit_by_hand_and_by_numpy() -> None:
     assert noisy.resolvable(2.25) and not noisy.resolvable(1.01)
     with pytest.raises(ValueError, match="at least two shares"):
         fit_dose_response("zul", points[:2])
+
+
+def test_the_design_moves_every_studied_language_through_three_levels_at_least_2_25x_apart() -> None:
+    for language, order in DESIGNED_ORDER.items():
+        assert [MIXES[mix][language] for mix in order] == [HIGH, MIDDLE, LOW], language
+    assert MIDDLE / LOW >= 2.25 and HIGH / MIDDLE >= 2.25
+    for mix, shares in MIXES.items():
+        assert shares[CONTROL] == 0.10, mix
+        assert sum(Fraction(str(value)) for value in shares.values()) == 1, mix
+        assert set(shares) - set(DESIGNED_ORDER) - {CONTROL} <= set(FILLER_FILES), mix
+
+
+def test_the_committed_pilot_predicts_every_designed_step_resolvable_and_round_1_s_step_not() -> None:
+    fits = json.loads(PILOT_RESULTS.read_text(encoding="utf-8"))["fits"]
+    assert set(fits) == set(PILOT_LANGUAGES)
+    for language, fit in fits.items():
+        dose = DoseResponse(**{**fit, "points": [tuple(point) for point in fit["points"]]})
+        assert dose == fit_dose_response(language, dose.points)  # the committed fit is the fit of its points
+        assert dose.resolvable(min(MIDDLE / LOW, HIGH / MIDDLE)), language
+        assert not dose.resolvable(0.35 / 0.225), language  # round 1's 22.5% -> 35%

@@ -17,7 +17,14 @@ for _variable in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE
 
 from analysis.config import load_config  # noqa: E402
 from finetasks_afr.benchmarks.common import TASK_INFO  # noqa: E402
-from finetasks_afr.study.design import LANGUAGES, StudySizes, slice_sizes  # noqa: E402
+from finetasks_afr.study.design import (  # noqa: E402
+    LANGUAGES,
+    STUDY_FORMULATIONS,
+    STUDY_LEFT_OUT_CATEGORIES,
+    STUDY_PROMPTS,
+    StudySizes,
+    slice_sizes,
+)
 from finetasks_afr.study.run import STUDY_CONFIG, prepare_mirror, publish, run_study, study_config, study_tasks  # noqa: E402
 
 
@@ -33,14 +40,21 @@ def test_the_config_measures_consistency_over_the_second_half_of_training() -> N
     assert study_config(small).consistency.min_tokens == small.steps * small.batch_size * small.seq_len // 2
 
 
-def test_the_study_evaluates_every_log_likelihood_task_of_its_languages(mirror: Path) -> None:
+def test_the_study_evaluates_the_designed_formulations_of_its_languages(mirror: Path) -> None:
     tasks = study_tasks(mirror, StudySizes())
     assert len(tasks) == len(set(tasks))
     assert {TASK_INFO[task].language for task in tasks} == set(LANGUAGES)
-    assert all(TASK_INFO[task].formulation != "GEN" for task in tasks)
-    for expected in ("flores_ppl_som", "belebele_tsn_mcf", "winogrande_afr_nso_cf", "sib200_xho_hybrid_enprompt",
-                     "mafand_mt_en2xx_ll_zul", "masakhanews_xho_cf"):  # fmt: skip
+    assert {TASK_INFO[task].formulation for task in tasks} == set(STUDY_FORMULATIONS)
+    assert {TASK_INFO[task].prompt for task in tasks} == set(STUDY_PROMPTS)
+    assert not {TASK_INFO[task].category for task in tasks} & set(STUDY_LEFT_OUT_CATEGORIES)
+    for expected in ("flores_ppl_som", "belebele_ppl_tsn", "winogrande_afr_nso_cf", "mafand_mt_en2xx_ll_zul",
+                     "ntrex_mt_xx2en_ll_nso", "masakhanews_xho_cf", "sib200_som_cf"):  # fmt: skip
         assert expected in tasks
+    for left_out in ("belebele_tsn_mcf", "sib200_xho_hybrid_enprompt", "sib200_zul_cf_enprompt",
+                     "mmlu_afr_virology_zul_cf"):  # fmt: skip
+        assert left_out not in tasks
+    # every lower-is-better task of the languages: round 1's 35 (each language's bits-per-byte family)
+    assert sum(TASK_INFO[task].formulation == "PPL" for task in tasks) == 35
     with pytest.raises(ValueError, match="afrixnli_zul_cf"):
         study_tasks(mirror, StudySizes(tasks=("flores_ppl_zul", "afrixnli_zul_cf")))
 
