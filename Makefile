@@ -59,7 +59,7 @@ typecheck: install
 ## are built once). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
 test: lint typecheck
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ## lighteval 0.13.0's own tests from its sdist (PyPI download), without then with our patches; fails on a regression.
 test-lighteval: install

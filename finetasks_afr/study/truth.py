@@ -35,8 +35,11 @@ CHECK_TITLES: dict[str, str] = {
     "designed pair's seed-paired difference of language scores has a 95% interval excluding 0",
     "task_order": "Task order: each task's order of the mixes at the final checkpoint (mean over seeds); resolved "
     "when every designed pair's seed-paired difference (last 3 checkpoints) has a 95% interval excluding 0",
+    "contrast": "Contrasts: each designed pair of mixes per language, over its kept tasks; as designed when at least "
+    "one kept task resolves it the designed way and none the other way (seed-paired difference, last 3 checkpoints)",
     "summary": "Summary: how many kept and dropped tasks order the mixes as designed",
 }
+CONTRAST_EXPECTED = "resolved as designed by a kept task, against by none"
 _LISTED = 8  # task names listed in a summary row's detail before "..."
 
 
@@ -149,14 +152,15 @@ def task_order_rows(
     decisions: pl.DataFrame,
     designed: Mapping[str, Sequence[str]],
     runs: Sequence[str],
-) -> tuple[list[dict], dict[str, Ordering], dict[str, str]]:
+) -> tuple[list[dict], dict[str, Ordering], dict[str, str], dict[str, list[PairVerdict]]]:
     """One row per task of `decisions` (on its chosen metric): its final scores' order of the mixes against its
     language's designed order, resolved or not by the seeds (`resolution`); each task's Ordering and, for a
-    language with a designed order, its outcome (AS_DESIGNED, AGAINST, UNRESOLVED), for the summary."""
+    language with a designed order, its outcome (AS_DESIGNED, AGAINST, UNRESOLVED) and its pairs' verdicts, for the
+    summary and the contrasts."""
     chosen = decisions.filter(pl.col("chosen")).sort(_language_position(), "task")
     scores = final_task_scores(table, chosen)
     pairs = _pairs_by_task(table, chosen)
-    rows, orderings, outcomes = [], {}, {}
+    rows, orderings, outcomes, verdicts = [], {}, {}, {}
     for row in chosen.iter_rows(named=True):
         task, language, metric = row["task"], row["language"], row["metric"]
         order = designed.get(language)
@@ -171,11 +175,12 @@ def task_order_rows(
         if order is not None:
             outcome, pair_text = resolution(pairs.get(task, {}), order, higher)
             outcomes[task] = outcome
+            verdicts[task] = pair_verdicts(pairs.get(task, {}), order, higher)
             ok = {AS_DESIGNED: True, AGAINST: False}.get(outcome)
             text = f"{UNRESOLVED}: {text}" if outcome == UNRESOLVED else text
             detail += f"; {pair_text}"
         rows.append(_row("task_order", task, language, expected, text, ok, f"{detail}; {row['reason']}"))
-    return rows, orderings, outcomes
+    return rows, orderings, outcomes, verdicts
 
 
 def _pairs_by_task(table: pl.DataFrame, chosen: pl.DataFrame) -> dict[str, dict[tuple[str, str], dict]]:
@@ -188,20 +193,29 @@ def _pairs_by_task(table: pl.DataFrame, chosen: pl.DataFrame) -> dict[str, dict[
     return out
 
 
-def resolution(
+@dataclass(frozen=True)
+class PairVerdict:
+    """One designed pair of runs (`better` designed above `worse`) as the seeds resolve it for one task or language:
+    AS_DESIGNED, AGAINST or UNRESOLVED, and its difference with the interval as text."""
+
+    better: str
+    worse: str
+    verdict: str
+    text: str
+
+
+def pair_verdicts(
     pairs: Mapping[tuple[str, str], dict], designed: Sequence[str], higher_is_better: bool
-) -> tuple[str, str]:
-    """Whether the seeds resolve a task's designed order: AGAINST when some designed pair (the better-designed run
-    first) is resolved the other way, AS_DESIGNED when every one is resolved the designed way, else UNRESOLVED;
-    and each pair's difference (better-designed minus worse, raw score) with its interval as text."""
+) -> list[PairVerdict]:
+    """Every designed pair (the better-designed run first) with its seed-paired difference (better minus worse, raw
+    score) from `pairs` (`analysis.orderings` rows): resolved the designed way, the other way, or not at all."""
     sign = 1.0 if higher_is_better else -1.0
-    verdicts, texts = [], []
+    verdicts = []
     for i, better in enumerate(designed):
         for worse in designed[i + 1 :]:
             pair = pairs.get((better, worse)) or pairs.get((worse, better))
             if pair is None:
-                verdicts.append(UNRESOLVED)
-                texts.append(f"{better} - {worse}: no common seeds")
+                verdicts.append(PairVerdict(better, worse, UNRESOLVED, f"{better} - {worse}: no common seeds"))
                 continue
             flip = 1.0 if pair["run_a"] == better else -1.0
             difference = flip * pair["difference"]
@@ -214,10 +228,61 @@ def resolution(
                 )
             )
             verdict = UNRESOLVED if not pair["resolved"] else (AS_DESIGNED if sign * difference > 0 else AGAINST)
-            verdicts.append(verdict)
-            texts.append(f"{better} - {worse} {difference:+.4f}{interval} {verdict}")
+            verdicts.append(
+                PairVerdict(better, worse, verdict, f"{better} - {worse} {difference:+.4f}{interval} {verdict}")
+            )
+    return verdicts
+
+
+def resolution(
+    pairs: Mapping[tuple[str, str], dict], designed: Sequence[str], higher_is_better: bool
+) -> tuple[str, str]:
+    """Whether the seeds resolve a task's designed order: AGAINST when some designed pair is resolved the other way,
+    AS_DESIGNED when every one is resolved the designed way, else UNRESOLVED; and each pair's difference as text
+    (`pair_verdicts`)."""
+    found = pair_verdicts(pairs, designed, higher_is_better)
+    verdicts = [pair.verdict for pair in found]
     outcome = AGAINST if AGAINST in verdicts else (AS_DESIGNED if set(verdicts) == {AS_DESIGNED} else UNRESOLVED)
-    return outcome, "; ".join(texts)
+    return outcome, "; ".join(pair.text for pair in found)
+
+
+def contrast_rows(
+    decisions: pl.DataFrame,
+    verdicts_by_task: Mapping[str, Sequence[PairVerdict]],
+    languages: Sequence[str],
+    designed: Mapping[str, Sequence[str]],
+) -> list[dict]:
+    """Per language with a designed order and per designed pair of mixes: how many of the language's kept tasks the
+    seeds resolve the designed way, the other way, or not at all. A contrast is recovered when at least one kept
+    task resolves it as designed and none against: the study's question asked of each pair, not of whole orders,
+    which a single unresolved pair leaves unresolved."""
+    kept = decisions.filter(pl.col("chosen") & pl.col("kept"))
+    rows: list[dict] = []
+    for language in languages:
+        order = designed.get(language)
+        if order is None:
+            continue
+        tasks = sorted(kept.filter(pl.col("language") == language).get_column("task").to_list())
+        for i, better in enumerate(order):
+            for worse in order[i + 1 :]:
+                found = [
+                    (task, pair.verdict)
+                    for task in tasks
+                    for pair in verdicts_by_task.get(task, ())
+                    if (pair.better, pair.worse) == (better, worse)
+                ]
+                by_verdict = {
+                    v: [task for task, verdict in found if verdict == v] for v in (AS_DESIGNED, AGAINST, UNRESOLVED)
+                }
+                observed = (f"{len(by_verdict[AS_DESIGNED])} as designed, {len(by_verdict[AGAINST])} against, "
+                            f"{len(by_verdict[UNRESOLVED])} unresolved (of {len(found)} kept)")  # fmt: skip
+                ok = bool(by_verdict[AS_DESIGNED]) and not by_verdict[AGAINST]
+                detail = "; ".join(f"{label}: {_listing(by_verdict[v])}" for v, label in
+                                   ((AS_DESIGNED, "as designed"), (AGAINST, "against the design"),
+                                    (UNRESOLVED, "unresolved")))  # fmt: skip
+                rows.append(_row("contrast", language, f"{better} vs {worse}", CONTRAST_EXPECTED, observed, ok,
+                                 detail if found else "no kept task of this language"))  # fmt: skip
+    return rows
 
 
 def summary_rows(
@@ -279,13 +344,14 @@ def study_truth(
     language_pairs: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Every designed expectation of the study next to what the analysis found, one row per check (TRUTH_SCHEMA):
-    `language_ranking` per language, `task_order` per task of `decisions`, `summary` per language; `ok` is null
-    where the design has no answer (the control, dropped tasks)."""
+    `language_ranking` per language, `task_order` per task of `decisions`, `contrast` per language and designed
+    pair, `summary` per language; `ok` is null where the design has no answer (the control, dropped tasks)."""
     present = set(decisions.get_column("language").to_list()) | set(language_scores.get_column("language").to_list())
     languages = [*LANGUAGES, *sorted(present - set(LANGUAGES))]
-    task_rows, orderings, outcomes = task_order_rows(table, decisions, designed, runs)
+    task_rows, orderings, outcomes, verdicts = task_order_rows(table, decisions, designed, runs)
     rows = language_ranking_rows(language_scores, languages, designed, runs, language_pairs)
-    rows += task_rows + summary_rows(decisions, orderings, outcomes, languages, designed)
+    rows += task_rows + contrast_rows(decisions, verdicts, languages, designed)
+    rows += summary_rows(decisions, orderings, outcomes, languages, designed)
     return pl.DataFrame(rows, schema=TRUTH_SCHEMA)
 
 
@@ -339,4 +405,5 @@ def _row(check: str, subject: str, kind: str, expected: str, observed: str, ok: 
             "detail": detail}  # fmt: skip
 
 
-__all__ = ["CHECK_TITLES", "Ordering", "designed_tau", "ordering", "study_truth", "summarise_truth"]
+__all__ = ["CHECK_TITLES", "Ordering", "PairVerdict", "designed_tau", "ordering", "pair_verdicts", "study_truth",
+           "summarise_truth"]  # fmt: skip

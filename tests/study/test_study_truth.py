@@ -88,7 +88,7 @@ def rows_of(check: pl.DataFrame, name: str) -> dict[str, dict]:
 
 def test_the_check_has_the_truth_schema_and_every_kind(check: pl.DataFrame) -> None:
     assert check.schema == pl.Schema(TRUTH_SCHEMA)
-    assert set(check.get_column("check")) == {"language_ranking", "task_order", "summary"}
+    assert set(check.get_column("check")) == {"language_ranking", "task_order", "contrast", "summary"}
     order = check.filter(pl.col("check") == "task_order").get_column("subject").to_list()
     assert order == ["t_zul_cf", "t_zul_ppl", "t_xho_cf", "t_nso_cf", "t_tsn_cf", "t_som_cf"]  # design order
 
@@ -146,7 +146,7 @@ def test_summary_counts_kept_and_dropped_tasks(check: pl.DataFrame) -> None:
 
 def test_summarise_truth_is_markdown_from_the_check(check: pl.DataFrame) -> None:
     text = summarise_truth(check)
-    assert text.count("### ") == 3
+    assert text.count("### ") == 4
     assert "| zul | language score | mix-N > mix-B > mix-S | mix-N " in text
     assert (
         "| all designed languages | kept tasks | no resolved order against the design | 2 as designed, 1 against, "
@@ -179,3 +179,24 @@ def test_ordering_names_ties_and_missing_runs() -> None:
     assert tied.observed() == "tie: mix-B 0.5000 = mix-N 0.5000 > mix-S 0.1000"
     partial = ordering({"mix-N": 0.5}, DESIGNED_ORDER["zul"], RUNS)
     assert partial.missing == ("mix-B", "mix-S") and partial.tau is None and not partial.matches(DESIGNED_ORDER["zul"])
+
+
+def test_each_designed_contrast_is_counted_over_the_language_s_kept_tasks(check: pl.DataFrame) -> None:
+    rows = check.filter(pl.col("check") == "contrast").iter_rows(named=True)
+    contrasts = {(row["subject"], row["kind"]): row for row in rows}
+    # every designed language x its three designed pairs; the control has none
+    assert sorted(contrasts) == sorted((language, f"{order[i]} vs {worse}") for language, order in
+                                       DESIGNED_ORDER.items() for i in range(3) for worse in order[i + 1:])  # fmt: skip
+    for pair in ("mix-N vs mix-B", "mix-B vs mix-S", "mix-N vs mix-S"):  # both zul tasks: every pair as designed
+        zul = contrasts[("zul", pair)]
+        assert zul["observed"] == "2 as designed, 0 against, 0 unresolved (of 2 kept)" and zul["ok"] is True
+        assert zul["detail"].startswith("as designed: t_zul_cf, t_zul_ppl")
+    nso = contrasts[("nso", "mix-S vs mix-N")]  # nso's one kept task is reversed
+    assert nso["observed"] == "0 as designed, 1 against, 0 unresolved (of 1 kept)" and nso["ok"] is False
+    assert "against the design: t_nso_cf" in nso["detail"]
+    tie = contrasts[("xho", "mix-N vs mix-B")]  # a tie seed for seed: unresolved, so not recovered
+    assert tie["observed"] == "0 as designed, 0 against, 1 unresolved (of 1 kept)" and tie["ok"] is False
+    assert contrasts[("xho", "mix-B vs mix-S")]["ok"] is True  # the tie leaves xho's other pairs resolved
+    tsn = contrasts[("tsn", "mix-S vs mix-B")]  # nothing kept: not recovered
+    assert tsn["observed"] == "0 as designed, 0 against, 0 unresolved (of 0 kept)" and tsn["ok"] is False
+    assert tsn["detail"] == "no kept task of this language"
