@@ -1,5 +1,6 @@
 """The majority answer's share of a task's evaluated documents (the score table's `majority_baseline`): by hand, and
-on the real rows the micro-scale study evaluated, where a model that always gave the same answer scored it."""
+on the real rows the micro-scale study's round 1 evaluated, where a model that always gave the same answer scored
+it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from lighteval.tasks.requests import Doc
 
 from finetasks_afr.benchmarks.common import majority_share
 
-STUDY_SCORES = Path(__file__).resolve().parents[2] / "docs" / "study" / "scores.parquet"
+STUDY_SCORES = Path(__file__).resolve().parents[2] / "docs" / "study" / "round-1" / "scores.parquet"  # 32 documents
 
 
 def doc(gold: int | list[int]) -> Doc:
@@ -36,9 +37,9 @@ def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_study_task_answered_by_one_label_scores_exactly_its_majority_share(
     mirror: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`winogrande_afr_tsn_mcf_enprompt` scored 17/32 for every run, seed and its last checkpoint in the study (its
-    32 documents: lighteval's shuffle of the Bridging-the-Gap Setswana test rows): the share of the majority gold
-    among the same 32 documents, which `evaluated_majority` finds from the real rows."""
+    """`winogrande_afr_tsn_mcf_enprompt` scored 17/32 for every run, seed and its last checkpoint in the study's round
+    1 (its 32 documents: lighteval's shuffle of the Bridging-the-Gap Setswana test rows): the share of the majority
+    gold among the same 32 documents, which `evaluated_majority` finds from the real rows."""
     monkeypatch.setenv("FINETASKS_AFR_DATA_DIR", str(mirror))
     from finetasks_afr.tasks import evaluated_majority
 
