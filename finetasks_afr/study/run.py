@@ -18,17 +18,18 @@ results, and the analysis (seconds) is redone. `publish` copies what the docs sh
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analysis.base.io import atomic_write_text, safe_file_name
 from analysis.base.processes import die_with_parent, starting_children
@@ -40,6 +41,7 @@ from finetasks_afr.study.design import (
     STUDY_FORMULATIONS,
     STUDY_LEFT_OUT_CATEGORIES,
     STUDY_PROMPTS,
+    ModelShape,
     StudySizes,
 )
 
@@ -293,7 +295,23 @@ def reanalyse_study(
         add_majority(out / "scores.parquet", prepare_mirror(Path(shared_data), out), record["sizes"]["max_samples"])
         log(f"recorded majority_baseline in {out / 'scores.parquet'} (from the evaluated documents)")
         table, load_report = read_scores(out / "scores.parquet")
-    analyse_study(table, load_report, StudySizes(), out, log)
+    analyse_study(
+        table, load_report, recorded_sizes(json.loads((out / "study.json").read_text(encoding="utf-8"))), out, log
+    )
+
+
+def recorded_sizes(record: Mapping[str, Any]) -> StudySizes:
+    """The sizes a finished study ran with, from its `study.json`: a study published before the defaults changed
+    (round 1, docs/study/round-1) is re-analysed with its own consistency window (half of its own training), not
+    with the current defaults'."""
+    names = {field.name for field in dataclasses.fields(StudySizes)}
+    raw = {key: value for key, value in record["sizes"].items() if key in names}
+    raw["shape"] = ModelShape(**raw["shape"])
+    for key in ("seeds", "mixes", "tasks"):
+        if raw.get(key) is not None:
+            raw[key] = tuple(raw[key])
+    raw.setdefault("lr_scheduler", "constant_with_warmup")  # recorded before the field existed: a constant rate
+    return StudySizes(**raw)
 
 
 def add_majority(scores: Path, mirror: Path, max_samples: int | None) -> None:

@@ -25,12 +25,29 @@ from finetasks_afr.study.design import (  # noqa: E402
     StudySizes,
     slice_sizes,
 )
-from finetasks_afr.study.run import STUDY_CONFIG, prepare_mirror, publish, run_study, study_config, study_tasks  # noqa: E402
+from finetasks_afr.study.run import (  # noqa: E402
+    STUDY_CONFIG,
+    prepare_mirror,
+    publish,
+    recorded_sizes,
+    run_study,
+    study_config,
+    study_tasks,
+)
 
 
 @pytest.fixture(scope="module")
 def mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare_mirror(shared_data, tmp_path_factory.mktemp("study"))
+
+
+def test_a_published_study_is_reanalysed_with_its_own_sizes() -> None:
+    docs = Path(__file__).resolve().parents[2] / "docs" / "study"
+    round_1 = recorded_sizes(json.loads((docs / "round-1" / "study.json").read_text(encoding="utf-8")))
+    assert (round_1.steps, round_1.checkpoints, round_1.lr_scheduler) == (300, 10, "constant_with_warmup")
+    assert study_config(round_1).consistency.min_tokens == 614_400  # half of its 1,228,800 tokens
+    current = recorded_sizes(json.loads((docs / "study.json").read_text(encoding="utf-8")))
+    assert current == StudySizes()
 
 
 def test_the_config_measures_consistency_over_the_second_half_of_training() -> None:
