@@ -94,7 +94,7 @@ def aggregate(
     """Multilingual score of every run in `table` over the `selected` (task, fewshot, metric) rows.
 
     Args:
-        table: a validated score table (analysis.scores.table.SCHEMA).
+        table: a validated score table (analysis.scores.schema.SCHEMA).
         selected: one row per kept task: task, fewshot, metric (other columns are ignored).
         config: the [aggregate] section of the analysis config.
         step: score every run at this step; default: each run's last step for each task.

@@ -39,7 +39,8 @@ from scipy.stats import norm
 from analysis.base.io import write_csv_atomic
 from analysis.config import Config
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import ENGLISH_PROMPT_SUFFIX, checkpoint_tokens
+from analysis.scores.schema import ENGLISH_PROMPT_SUFFIX
+from analysis.scores.validate import checkpoint_tokens
 from analysis.signal import bootstrap_mean_ci
 
 ENGLISH = "eng"

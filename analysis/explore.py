@@ -37,7 +37,7 @@ from analysis.plots import (
 from analysis.report import consistency_order, format_ci, format_number
 from analysis.scores.metrics import metric_info
 from analysis.scores.read import read_scores
-from analysis.scores.table import LoadReport, validate
+from analysis.scores.validate import LoadReport, validate
 from analysis.select import Selection
 from analysis.signal import kendall_between
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import polars as pl
 from scipy import stats
 
-from analysis.scores.table import KEY
+from analysis.scores.schema import KEY
 
 _SELECTED = ("task", "fewshot", "metric")
 PAIR_COLUMNS = ("task", "fewshot", "metric", "run_a", "run_b", "n_seeds", "difference", "ci_low", "ci_high",

@@ -38,8 +38,9 @@ from analysis.plots import (
     plot_training_curves,
 )
 from analysis.report import render_report, write_html_report
+from analysis.scores.schema import SCHEMA
 from analysis.scores.stream import DEFAULT_PARTITION_ROWS, ScoreScan
-from analysis.scores.table import SCHEMA, LoadReport
+from analysis.scores.validate import LoadReport
 from analysis.select import Selection, safe_file_name, select, write_selection
 from analysis.signal import compute_signal
 from analysis.streaming import Progress, analyse_scan, rank_scan

@@ -43,7 +43,7 @@ from matplotlib.ticker import LogFormatter
 from analysis.base.io import atomic_write
 from analysis.report import consistency_order
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import checkpoint_tokens
+from analysis.scores.validate import checkpoint_tokens
 
 __all__ = [
     "BAND_LABELS",
@@ -178,7 +178,7 @@ def seed_curves(
     rows: pl.DataFrame, by: Sequence[str] = ("metric",), *, band: Band = "minmax", ddof: int = 1
 ) -> pl.DataFrame:
     """Per (*by, run, step), sorted: `mean` score over seeds, the band `lo`..`hi`, `n_seeds`, `tokens` (the seed mean,
-    `analysis.scores.table.checkpoint_tokens`).
+    `analysis.scores.validate.checkpoint_tokens`).
 
     The band is the seed minimum..maximum ("minmax") or mean ± one std across seeds ("sd", with `ddof`;
     0 wide for a single seed). `rows` need run, step and score (null and non-finite scores removed by

@@ -21,7 +21,7 @@ from analysis.aggregate import AggregateResult
 from analysis.base.io import atomic_write_text
 from analysis.config import Config
 from analysis.english_gap import GAP_FILE, SUMMARY_FILE, EnglishGap, display_rows
-from analysis.scores.table import LoadReport
+from analysis.scores.validate import LoadReport
 from analysis.select import Selection, safe_file_name
 
 

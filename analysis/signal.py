@@ -17,7 +17,7 @@ from scipy import stats
 from analysis.base.ordinal import dense_ids
 from analysis.config import BootstrapConfig, Config
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import checkpoint_tokens
+from analysis.scores.validate import checkpoint_tokens
 
 GROUP: tuple[str, ...] = ("task", "fewshot", "metric")
 _META = ("benchmark", "language", "category", "formulation", "random_baseline")

@@ -33,8 +33,9 @@ from analysis.aggregate import (
 )
 from analysis.base.processes import die_with_parent, starting_children
 from analysis.config import Config
+from analysis.scores.schema import SCHEMA
 from analysis.scores.stream import DEFAULT_PARTITION_ROWS, ScoreScan, TaskSet, merge_reports
-from analysis.scores.table import SCHEMA, LoadReport, PartialReport, require_rows
+from analysis.scores.validate import LoadReport, PartialReport, require_rows
 from analysis.select import Selection, decide, select
 from analysis.signal import GROUP, compute_signal
 

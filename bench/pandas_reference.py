@@ -46,7 +46,7 @@ NAN = float("nan")
 def compute_signal_reference(table: pd.DataFrame | pl.DataFrame, config: Config | None = None) -> pd.DataFrame:
     """One row per (task, fewshot, metric) with the point estimates of every signal statistic.
 
-    `table` has the columns of `analysis.scores.table.SCHEMA` (a polars frame is converted). Not-measurable
+    `table` has the columns of `analysis.scores.schema.SCHEMA` (a polars frame is converted). Not-measurable
     values are NaN; `three_sigma_kind` is "seed", "stderr" or None.
     """
     if isinstance(table, pl.DataFrame):

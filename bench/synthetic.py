@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from analysis.scores.table import SCHEMA
+from analysis.scores.schema import SCHEMA
 
 LANGUAGES: tuple[str, ...] = ("yor", "hau", "swa", "zul", "amh")
 TOKENS_PER_STEP = 1_048_576  # 1M-token batches: 15B tokens is reached at step ~14,305

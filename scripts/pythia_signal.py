@@ -12,7 +12,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.config import Config, SNRConfig
-from analysis.scores.table import read_lm_eval_harness
+from analysis.scores.harness_json import read_lm_eval_harness
 from analysis.signal import compute_signal, series_monotonicity
 
 MODELS = [f"pythia-{size}-deduped" for size in ("70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b", "12b")]

@@ -4,7 +4,7 @@ Each breaking case copies `finetasks_afr` and `analysis` into a temporary folder
 and runs the real `lint-imports` with the project's own `.importlinter` on the copy: `analysis` importing
 `finetasks_afr` or any of the evaluation stack (lighteval, torch, transformers, datasets, vllm; at module level, in
 a function, or through a sub-module), an upward import between stages, a circle between two modules of one package
-(the `scores/table.py` <-> `scores/lm_eval.py` circle an earlier layout removed), and a function-level upward
+(a `scores/validate.py` <-> `scores/lm_eval.py` circle, the kind an earlier layout removed), and a function-level upward
 import (the contracts see imports inside functions too).
 """
 
@@ -55,7 +55,7 @@ STANDALONE = "analysis is not allowed to import"
     ("module", "line", "forbidden"),
     [
         ("analysis/signal.py", "import finetasks_afr.data.bundled", "finetasks_afr"),
-        ("analysis/scores/table.py", "from finetasks_afr.prompts import text", "finetasks_afr"),
+        ("analysis/scores/schema.py", "from finetasks_afr.prompts import text", "finetasks_afr"),
         ("analysis/pipeline.py", "def _model() -> None:\n    import torch", "torch"),
         ("analysis/base/io.py", "import lighteval.metrics", "lighteval"),
         ("analysis/plots.py", "def _tok() -> None:\n    from transformers import AutoTokenizer", "transformers"),
@@ -78,7 +78,7 @@ def test_analysis_importing_the_evaluation_half_breaks_the_contract(
     [
         ("analysis/base/io.py", "import analysis.select", "analysis.base is not allowed to import"),
         (
-            "analysis/scores/table.py",
+            "analysis/scores/validate.py",
             "from analysis.scores import lm_eval",
             "No cycles are allowed in analysis.scores",
         ),

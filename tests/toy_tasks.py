@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analysis.scores.table import TaskInfo
+from analysis.scores.task_info import TaskInfo
 
 ENV = "FINETASKS_AFR_TOY_DATA"
 ITEMS = [

@@ -68,17 +68,9 @@ from analysis.scores.discover import (
     tokens_origin,
 )
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import (
-    COLUMNS,
-    LM_EVAL_TASK_INFO,
-    OPTIONAL_SCHEMA,
-    SCHEMA,
-    LoadReport,
-    ScoreTableError,
-    TaskInfo,
-    read_task_info,
-    validate,
-)
+from analysis.scores.schema import COLUMNS, OPTIONAL_SCHEMA, SCHEMA, ScoreTableError
+from analysis.scores.task_info import LM_EVAL_TASK_INFO, TaskInfo, read_task_info
+from analysis.scores.validate import LoadReport, validate
 
 
 class LmEvalError(ScoreTableError):

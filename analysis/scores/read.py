@@ -1,8 +1,8 @@
 """Every score source the analysis reads, by what the path holds: a score table (.parquet, .csv), or the output
 of lm-evaluation-harness (0.4 results folders and files, or the v0 JSON).
 
-It sits above both readers so that the table (the schema every reader validates against) never imports the
-lm-eval reader that imports it.
+It sits above the readers (`table_file`, `harness_json`, `lm_eval`) so that no reader imports another, and the
+schema and the validation every reader goes through (`schema`, `validate`) import no reader.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.scores.harness_json import read_lm_eval_harness
 from analysis.scores.lm_eval import looks_like_lm_eval_04, read_lm_eval_04
-from analysis.scores.table import (
-    ACCEPTED_FORMATS,
-    LoadReport,
-    ScoreTableError,
-    TaskInfo,
-    read_lm_eval_harness,
-    read_table_file,
-)
+from analysis.scores.schema import ACCEPTED_FORMATS, ScoreTableError
+from analysis.scores.table_file import read_table_file
+from analysis.scores.task_info import TaskInfo
+from analysis.scores.validate import LoadReport
 
 IGNORED_OPTIONS_NOTE = "task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input"
 

@@ -29,11 +29,11 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from analysis.scores.read import IGNORED_OPTIONS_NOTE, read_scores
-from analysis.scores.table import (
+from analysis.scores.schema import ScoreTableError
+from analysis.scores.task_info import TaskInfo
+from analysis.scores.validate import (
     LoadReport,
     PartialReport,
-    ScoreTableError,
-    TaskInfo,
     finish_report,
     require_rows,
     validate,

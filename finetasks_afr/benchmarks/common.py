@@ -36,7 +36,8 @@ from lighteval.tasks.templates.utils.formulation import (
 )
 from lighteval.utils.language import Language
 
-from analysis.scores.table import ENGLISH_PROMPT_SUFFIX, TaskInfo
+from analysis.scores.schema import ENGLISH_PROMPT_SUFFIX
+from analysis.scores.task_info import TaskInfo
 from finetasks_afr.data.sources import hf_location, install_lighteval_loader
 from finetasks_afr.prompts.languages import AfricanLanguage
 from finetasks_afr.prompts.literals import native_prompt_available, prompt_language

@@ -60,7 +60,7 @@ from lighteval.tasks.templates.translation import TranslationInput, get_translat
 from lighteval.tasks.templates.utils.formulation import CFFormulation
 from lighteval.utils.language import Language
 
-from analysis.scores.table import TaskInfo
+from analysis.scores.task_info import TaskInfo
 from finetasks_afr.benchmarks.common import build_config, clean, skipping
 from finetasks_afr.prompts.languages import AfricanLanguage
 

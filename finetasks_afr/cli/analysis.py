@@ -17,8 +17,8 @@ from rich.table import Table
 from analysis.aggregate import AggregateError
 from analysis.base.io import OutputDirectoryError, output_lock
 from analysis.config import Config, ConfigError, load_config
+from analysis.scores.schema import ScoreTableError
 from analysis.scores.stream import ScoreScan, open_scores
-from analysis.scores.table import ScoreTableError
 from analysis.select import DecisionsError, read_decisions
 from finetasks_afr.cli.common import (
     TOKENS_PER_STEP_HELP,

@@ -223,7 +223,8 @@ def _warn_incomplete(table: Path, held: list) -> None:
 
 def _collect_into(roots: Path | list[Path], target: Path, **options: Any) -> None:
     from analysis.base.io import OutputDirectoryError, output_lock
-    from analysis.scores.table import ScoreTableError, write_scores
+    from analysis.scores.schema import ScoreTableError
+    from analysis.scores.write import write_scores
     from finetasks_afr.sweep.collect import CollectError, collect
 
     kept = f"any previous {target.name} was kept and no partial file is left"

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from analysis.config import Config
-    from analysis.scores.table import LoadReport
+    from analysis.scores.validate import LoadReport
     from finetasks_afr.demo.world import World
     from finetasks_afr.sweep.collect import CollectReport
 
@@ -217,7 +217,7 @@ def prepare_world(out: Path, world_seed: int) -> World:
 def _load_report(scores: Path, collected: CollectReport) -> LoadReport:
     """The analysis's `LoadReport` of the collected table: the report's source is the score file the demo wrote
     (what `finetasks-afr select <scores>` would name), its notes are what collection skipped, superseded or noted."""
-    from analysis.scores.table import LoadReport
+    from analysis.scores.validate import LoadReport
 
     return LoadReport(source=str(scores), n_rows=collected.rows, notes=collected.summary().splitlines()[1:])
 
@@ -253,7 +253,7 @@ def run_demo(
     from analysis.pipeline import run_aggregate, run_selection
     from analysis.scores.discover import discover
     from analysis.scores.stream import frame_scan
-    from analysis.scores.table import write_scores
+    from analysis.scores.write import write_scores
     from finetasks_afr.demo.train import train_tokenizer
     from finetasks_afr.demo.truth import truth_check
     from finetasks_afr.sweep.collect import collect

@@ -55,7 +55,7 @@ import numpy as np
 import polars as pl
 
 from analysis.base.io import atomic_write
-from analysis.scores.table import KEY, SCHEMA
+from analysis.scores.schema import KEY, SCHEMA
 
 TaskKind = Literal["learnable", "late_emerging", "noisy", "random_label", "non_monotone"]
 
@@ -272,7 +272,7 @@ def simulate_sweep(seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
         seed: seed of the numpy generator; the same seed gives equal frames.
 
     Returns:
-        The score table, with exactly `analysis.scores.table.SCHEMA`'s columns and dtypes, one row per
+        The score table, with exactly `analysis.scores.schema.SCHEMA`'s columns and dtypes, one row per
         (run, seed, step, task, fewshot, metric), sorted by that key; and the truth table (task, kind,
         expected_kept, expected_reason), one row per task. SIMULATED data, see the module docstring.
     """

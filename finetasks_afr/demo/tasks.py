@@ -28,7 +28,7 @@ from lighteval.tasks.templates.multichoice import MCQInput, get_mcq_prompt_funct
 from lighteval.tasks.templates.utils.formulation import CFFormulation, Formulation, MCFFormulation
 from lighteval.utils.language import Language
 
-from analysis.scores.table import TaskInfo
+from analysis.scores.task_info import TaskInfo
 from finetasks_afr.benchmarks import perplexity
 from finetasks_afr.benchmarks.common import mc_metrics
 from finetasks_afr.demo.world import MANIFEST, PPL, TEXT_FIELD, DemoTask, World

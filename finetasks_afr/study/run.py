@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from analysis.config import Config
-    from analysis.scores.table import LoadReport
+    from analysis.scores.validate import LoadReport
 
 STUDY_CONFIG = Path(__file__).resolve().parent.parent / "data" / "study_config.toml"
 DATA_DIR_ENV = "FINETASKS_AFR_DATA_DIR"
@@ -176,7 +176,8 @@ def run_study(
     """Run (or resume) the whole study under `out`; returns the paths of its main outputs."""
 
     from analysis.scores.discover import discover
-    from analysis.scores.table import LoadReport, write_scores
+    from analysis.scores.validate import LoadReport
+    from analysis.scores.write import write_scores
     from finetasks_afr.study.train import train_study_tokenizer
     from finetasks_afr.sweep.collect import collect
     from finetasks_afr.sweep.evaluate import SweepSpec
@@ -319,7 +320,7 @@ def add_majority(scores: Path, mirror: Path, max_samples: int | None) -> None:
     of the documents its sweep evaluated (the first `max_samples` of lighteval's shuffle, read from `mirror`)."""
     import polars as pl
 
-    from analysis.scores.table import write_scores
+    from analysis.scores.write import write_scores
 
     os.environ[DATA_DIR_ENV] = str(Path(mirror).resolve())
     from finetasks_afr.tasks import evaluated_majority

@@ -46,7 +46,9 @@ from analysis.scores.lm_eval import (
     unknown_tasks,
 )
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import OPTIONAL_SCHEMA, SCHEMA, ScoreTableError, TaskInfo, read_task_info, validate
+from analysis.scores.schema import OPTIONAL_SCHEMA, SCHEMA, ScoreTableError
+from analysis.scores.task_info import TaskInfo, read_task_info
+from analysis.scores.validate import validate
 from finetasks_afr.sweep.evaluate import TASK_INFO_FIELDS
 from finetasks_afr.sweep.store import PART_MANIFEST, RESULT_SETTINGS, part_settings, setting_differences
 

@@ -18,7 +18,7 @@ from scipy.stats import rankdata
 
 from analysis.aggregate import AggregateError, AggregateResult, aggregate, write_ranking
 from analysis.config import AggregateConfig
-from analysis.scores.table import CATEGORIES, SCHEMA
+from analysis.scores.schema import CATEGORIES, SCHEMA
 
 Row = tuple[str, int | None, int, str, str, float]  # run, seed, step, task, metric, score
 

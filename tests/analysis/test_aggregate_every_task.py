@@ -13,7 +13,7 @@ from scipy import stats
 
 from analysis.aggregate import aggregate
 from analysis.config import AggregateConfig, BootstrapConfig
-from analysis.scores.table import SCHEMA
+from analysis.scores.schema import SCHEMA
 
 NO_CLIP = AggregateConfig(clip_below_baseline=False)
 # task -> (language, category, metric, random baseline or None)

@@ -20,7 +20,7 @@ from analysis.english_gap import (
     metric_family,
     pair_tasks,
 )
-from analysis.scores.table import validate
+from analysis.scores.validate import validate
 
 RUNS = ("mix-afr60", "mix-afr10", "mix-eng")
 SEEDS = (0, 1, 2, 3)

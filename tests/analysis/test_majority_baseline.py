@@ -10,7 +10,8 @@ import polars as pl
 import pytest
 
 from analysis.config import Config
-from analysis.scores.table import SCHEMA, ScoreTableError, validate
+from analysis.scores.schema import SCHEMA, ScoreTableError
+from analysis.scores.validate import validate
 from analysis.select import select
 from analysis.signal import compute_signal
 

@@ -14,7 +14,7 @@ from scipy.stats import kendalltau
 
 from analysis.config import Config, load_config
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import KEY, SCHEMA
+from analysis.scores.schema import KEY, SCHEMA
 from bench.pandas_reference import OUTPUT_COLUMNS, compute_signal_reference
 from bench.synthetic import LANGUAGES, make_small_random_table, make_synthetic_table
 from tests.typed_values import number

@@ -19,7 +19,7 @@ from analysis.plots import (
     plot_ranking,
     plot_training_curves,
 )
-from analysis.scores.table import SCHEMA
+from analysis.scores.schema import SCHEMA
 
 TASK = "community|afrixnli_yor_mcf|0"
 STEPS = (1000, 2000, 3000, 4000, 5000)

@@ -1,6 +1,6 @@
 """Real data: the signal statistics on EleutherAI's Pythia checkpoint evaluations (../shared/data/pythia).
 
-Our path: the lm-evaluation-harness JSON files -> analysis.scores.table reader -> analysis.signal.
+Our path: the lm-evaluation-harness JSON files -> analysis.scores.harness_json reader -> analysis.signal.
 Independent path, written here: the tidy CSV derived from the same files -> csv module -> plain loops with
 scipy.stats. Both must agree on every statistic for 8 model sizes x 65 tasks x 2 metrics.
 """
@@ -18,7 +18,9 @@ import pytest
 import scipy.stats
 
 from analysis.config import Config, SNRConfig
-from analysis.scores.table import LM_EVAL_TASK_INFO, LoadReport, read_lm_eval_harness
+from analysis.scores.harness_json import read_lm_eval_harness
+from analysis.scores.task_info import LM_EVAL_TASK_INFO
+from analysis.scores.validate import LoadReport
 from analysis.signal import compute_signal, series_monotonicity
 
 pytestmark = pytest.mark.shared_data

@@ -36,7 +36,7 @@ from analysis.report import (
     write_html_report,
 )
 from analysis.scores.read import read_scores
-from analysis.scores.table import LoadReport
+from analysis.scores.validate import LoadReport
 from finetasks_afr.cli.report import report_command
 from finetasks_afr.data.bundled import BUNDLED_CONFIG, BUNDLED_SWEEP
 

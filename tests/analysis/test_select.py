@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from analysis.config import ConfigError, load_config
 from analysis.scores.read import read_scores
-from analysis.scores.table import LoadReport
+from analysis.scores.validate import LoadReport
 from analysis.select import Selection, select
 from analysis.signal import compute_signal
 from finetasks_afr.cli import app

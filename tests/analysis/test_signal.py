@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis.config import Config, ConsistencyConfig, SNRConfig, load_config
-from analysis.scores.table import SCHEMA
+from analysis.scores.schema import SCHEMA
 from analysis.signal import _pair_agreement, bootstrap_mean_ci, compute_signal, kendall_between
 
 B = 2_000_000_000  # tokens per step in the hand cases: every step is past the 15B threshold from step 8

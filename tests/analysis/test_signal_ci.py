@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from analysis.config import BootstrapConfig, Config, load_config
 from analysis.scores.metrics import metric_info
-from analysis.scores.table import SCHEMA
+from analysis.scores.schema import SCHEMA
 from analysis.signal import compute_signal
 
 T = 1_000_000_000  # tokens per step: tokens = step * T

@@ -13,8 +13,9 @@ import polars as pl
 import pytest
 
 from analysis.config import load_config
+from analysis.scores.schema import KEY
 from analysis.scores.stream import MAX_READ_AMPLIFICATION, ScoreScan, _groups, read_amplification
-from analysis.scores.table import KEY, validate
+from analysis.scores.validate import validate
 from analysis.streaming import analyse_parquet
 from bench.bench_scale import compare_frames, compare_with_memory
 from bench.synthetic import make_small_random_table, make_synthetic_table, write_synthetic_parquet

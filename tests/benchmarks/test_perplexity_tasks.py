@@ -605,7 +605,7 @@ def _row(
 def ppl_selection():
     from analysis.config import load_config
     from analysis.pipeline import analyse
-    from analysis.scores.table import validate
+    from analysis.scores.validate import validate
 
     config = load_config()
     table, report = validate(_ppl_table(), source="ppl probe")
@@ -662,7 +662,9 @@ def test_the_kept_perplexity_task_is_written_into_the_suites(ppl_selection, tmp_
 
 
 def test_table_allows_no_baseline_only_for_lower_is_better_metrics(tmp_path):
-    from analysis.scores.table import ScoreTableError, read_task_info, validate
+    from analysis.scores.schema import ScoreTableError
+    from analysis.scores.task_info import read_task_info
+    from analysis.scores.validate import validate
 
     base = _row("r", 1, 100, "flores_ppl_yor", "PPL", "GEN", "word_perplexity", 2.5, None)
     table, _ = validate(pl.DataFrame([base]), source="t")

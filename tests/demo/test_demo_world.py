@@ -281,7 +281,7 @@ def tasks_module(world: World) -> Iterator[ModuleType]:
 
 @pytest.mark.slow
 def test_task_info_covers_the_table(tasks_module: ModuleType, world: World) -> None:
-    from analysis.scores.table import CATEGORIES, FORMULATIONS
+    from analysis.scores.schema import CATEGORIES, FORMULATIONS
     from finetasks_afr.benchmarks import perplexity
 
     names = [config.name for config in tasks_module.TASKS_TABLE]

@@ -16,7 +16,7 @@ import pytest
 from polars.testing import assert_frame_equal
 from scipy.stats import rankdata
 
-from analysis.scores.table import KEY, SCHEMA
+from analysis.scores.schema import KEY, SCHEMA
 from finetasks_afr.demo import simulate
 from finetasks_afr.demo.simulate import (
     RUNS,

@@ -39,7 +39,7 @@ from finetasks_afr.perplexity.longppl import (  # noqa: E402
 from finetasks_afr.scoring.core import weights_dtype  # noqa: E402
 
 if TYPE_CHECKING:
-    from analysis.scores.table import TaskInfo
+    from analysis.scores.task_info import TaskInfo
 
 CORPUS = [f"Paragraph {i} tells of the river, the market and the town number {i}." for i in range(40)]
 

@@ -17,7 +17,7 @@ from scipy.stats import kendalltau
 from analysis.config import BootstrapConfig, Config
 from analysis.pipeline import run_aggregate, run_selection
 from analysis.scores.stream import frame_scan
-from analysis.scores.table import LoadReport, validate
+from analysis.scores.validate import LoadReport, validate
 from finetasks_afr.demo.truth import TRUTH_SCHEMA
 from finetasks_afr.study.design import DESIGNED_ORDER
 from finetasks_afr.study.truth import NOISE, designed_tau, ordering, study_truth, summarise_truth

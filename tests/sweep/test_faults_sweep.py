@@ -40,7 +40,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from analysis.scores.table import TaskInfo
+from analysis.scores.task_info import TaskInfo
 
 
 def prompt(line, task_name):
@@ -356,7 +356,7 @@ def test_a_checkpoint_without_the_trainer_state_its_siblings_have_is_refused_the
 
 
 def test_a_table_with_a_checkpoint_without_tokens_beside_counted_ones_says_so():
-    from analysis.scores.table import validate
+    from analysis.scores.validate import validate
 
     rows = [
         {"run": "mix-a", "seed": 1, "step": step, "tokens": tokens, "task": "toy_yor_cf", "benchmark": "toy",

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from lighteval.tasks.lighteval_task import LightevalTaskConfig
     from lighteval.tasks.requests import Doc
 
-    from analysis.scores.table import TaskInfo
+    from analysis.scores.task_info import TaskInfo
 
 PROJECT = Path(__file__).resolve().parents[2]
 SNAPSHOTS = Path(__file__).resolve().parents[1] / "snapshots" / "prompts.json"

@@ -49,7 +49,7 @@ from lighteval.metrics.dynamic_metrics import LogLikelihoodAccMetric
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import Doc
 
-from analysis.scores.table import TaskInfo
+from analysis.scores.task_info import TaskInfo
 
 
 def prompt(line, task_name):

@@ -16,7 +16,9 @@ from typer.testing import CliRunner
 from analysis.base.encoding import TextEncodingError, decode_user_text, foreign_encoding, unmarked_wide_encoding
 from analysis.config import ConfigError, load_config
 from analysis.scores.read import read_scores
-from analysis.scores.table import SCHEMA, ScoreTableError, read_task_info, write_scores
+from analysis.scores.schema import SCHEMA, ScoreTableError
+from analysis.scores.task_info import read_task_info
+from analysis.scores.write import write_scores
 from finetasks_afr.cli import app
 from finetasks_afr.data.raw import RawFileError, read_text
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks

@@ -23,7 +23,8 @@ from typer.testing import CliRunner
 from analysis.base.names import BadNameError, check_name
 from analysis.scores.discover import Checkpoint, DiscoveryError, discover
 from analysis.scores.read import read_scores
-from analysis.scores.table import ScoreTableError, validate
+from analysis.scores.schema import ScoreTableError
+from analysis.scores.validate import validate
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
 from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
@@ -106,7 +107,7 @@ def test_task_list_with_a_control_character_is_refused(tmp_path: Path) -> None:
 
 
 def test_task_info_csv_with_a_control_character_is_refused(tmp_path: Path) -> None:
-    from analysis.scores.table import read_task_info
+    from analysis.scores.task_info import read_task_info
 
     path = tmp_path / "info.csv"
     path.write_text(INFO_CSV.replace("toy_cf", "toy\x01cf"), encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Fault tests of the score-table loader (`analysis.scores.table.read_scores`, `finetasks-afr select TABLE`),
+"""Fault tests of the score-table loader (`analysis.scores.read.read_scores`, `finetasks-afr select TABLE`),
 issue 15.
 
 Every bad table ends in a named error (exit code 2 from the CLI, no traceback, the message names the file, the
@@ -17,9 +17,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner, Result
 
-import analysis.scores.table as table
+import analysis.scores.write as writer
 from analysis.scores.read import read_scores
-from analysis.scores.table import SCHEMA, ScoreTableError, write_scores
+from analysis.scores.schema import SCHEMA, ScoreTableError
+from analysis.scores.write import write_scores
 from finetasks_afr.cli import app
 
 BASE: dict[str, Any] = {
@@ -281,13 +282,13 @@ def test_stripping_that_merges_two_rows_is_an_error(tmp_path: Path) -> None:
 
 def test_write_scores_goes_through_the_one_atomic_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Path] = []
-    real = table.atomic_write
+    real = writer.atomic_write
 
     def spy(path: Path, write: Any) -> Path:
         calls.append(path)
         return real(path, write)
 
-    monkeypatch.setattr(table, "atomic_write", spy)
+    monkeypatch.setattr(writer, "atomic_write", spy)
     path = tmp_path / "deep" / "scores.parquet"
     write_scores(rows({}), path)
     assert calls == [path] and read_scores(path)[0].height == 1

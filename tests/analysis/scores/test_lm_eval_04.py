@@ -28,7 +28,9 @@ from analysis.scores.lm_eval import (
     read_results_file,
 )
 from analysis.scores.read import read_scores
-from analysis.scores.table import LoadReport, ScoreTableError, TaskInfo
+from analysis.scores.schema import ScoreTableError
+from analysis.scores.task_info import TaskInfo
+from analysis.scores.validate import LoadReport
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
 

@@ -11,8 +11,9 @@ import pytest
 
 from analysis.config import load_config
 from analysis.scores.read import IGNORED_OPTIONS_NOTE
+from analysis.scores.schema import KEY, ScoreTableError
 from analysis.scores.stream import ScoreScan, merge_reports, open_scores
-from analysis.scores.table import KEY, ScoreTableError, validate
+from analysis.scores.validate import validate
 from analysis.streaming import analyse_scan
 
 

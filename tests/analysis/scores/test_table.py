@@ -14,21 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.base import ordinal
+from analysis.scores.harness_json import read_lm_eval_harness
 from analysis.scores.read import read_scores
-from analysis.scores.table import (
-    COLUMNS,
-    KEY,
-    LM_EVAL_TASK_INFO,
-    SCHEMA,
-    LoadReport,
-    ScoreTableError,
-    TaskInfo,
-    checkpoint_tokens,
-    read_lm_eval_harness,
-    validate,
-    validate_partition,
-    write_scores,
-)
+from analysis.scores.schema import COLUMNS, KEY, SCHEMA, ScoreTableError
+from analysis.scores.task_info import LM_EVAL_TASK_INFO, TaskInfo
+from analysis.scores.validate import LoadReport, checkpoint_tokens, validate, validate_partition
+from analysis.scores.write import write_scores
 
 BASE: dict[str, Any] = {
     "run": "mixA",

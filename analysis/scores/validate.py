@@ -1,17 +1,11 @@
-"""The score table: one row per measurement, the contract between evaluation and analysis.
-
-Columns and types are those of DESIGN.md; the key (run, seed, step, task, fewshot, metric) is unique.
+"""Validation of a score table: any producer's frame checked against the schema, returned typed and sorted by KEY,
+with a `LoadReport` of what loading changed.
 
 Usage::
 
     frame, report = read_scores("scores.parquet")          # analysis.scores.read: or .csv, or lm-eval JSON
     print(report.summary())
     frame, report = validate(my_frame, source="my sweep")  # any producer's frame
-    write_scores(frame, "out/scores.parquet")              # atomic (analysis.base.io.atomic_write)
-
-Every problem raises `ScoreTableError` naming the input, the column(s), a few offending rows, their
-count and the fix. One documented exception: a NaN score means the evaluation produced no number (a
-crashed task, an empty split); such rows are dropped, counted and shown in the `LoadReport`.
 
 `random_baseline` may be empty (null; a NaN is stored as null) only for lower-is-better metrics: a word
 perplexity has no chance level independent of the model's tokenizer and the text's words, and the non-randomness
@@ -22,83 +16,42 @@ higher-is-better metric needs its chance score.
 Nothing loops over rows or groups in Python: rules about single values are masks counted in one
 pass, rules across rows are lazy group-bys collected together, and the sort goes through one int64
 key. On a busy 2-core machine a million rows validate in about 0.3 s when already in KEY order
-(a table this module wrote) and 0.6-0.7 s when shuffled.
+(a table `analysis.scores.write` wrote) and 0.6-0.7 s when shuffled.
+
+A module of its own because every reader (the table file, both lm-evaluation-harness readers, the streamed scan)
+and the writer validate through it, so one set of rules decides each row whichever door it came in by; whole tasks
+are validated at a time (`validate_partition`), and the rules across tasks run once on the summed `PartialReport`.
 """
 
 from __future__ import annotations
 
-import csv
-import json
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, NoReturn
 
 import polars as pl
 
-from analysis.base.encoding import TextEncodingError, check_user_text_file
-from analysis.base.io import atomic_write
-from analysis.base.names import (
-    CONTROL_PATTERN,
-    control_character_problem,
-    describe_control_characters,
-    lookalike_note,
-    non_nfc,
-)
+from analysis.base.names import CONTROL_PATTERN, describe_control_characters, lookalike_note, non_nfc
 from analysis.base.ordinal import distinct, ordinal_key, starts_run, text_codes
-from analysis.base.write_errors import writing
 from analysis.scores.metrics import chance_levels, known_metric_help, metric_info
+from analysis.scores.schema import (
+    CATEGORIES,
+    COLUMNS,
+    FORMULATIONS,
+    KEY,
+    MAX_EXAMPLES,
+    NO_BASELINE_NOTE,
+    NULLABLE,
+    OPTIONAL_SCHEMA,
+    SCHEMA,
+    ScoreTableError,
+    fmt,
+    problem,
+    raise_problems,
+    render_rows,
+    schema_help,
+)
 
-SCHEMA: dict[str, pl.DataType] = {
-    "run": pl.String(),
-    "seed": pl.Int64(),
-    "step": pl.Int64(),
-    "tokens": pl.Int64(),
-    "task": pl.String(),
-    "benchmark": pl.String(),
-    "language": pl.String(),
-    "category": pl.String(),
-    "formulation": pl.String(),
-    "fewshot": pl.Int64(),
-    "metric": pl.String(),
-    "score": pl.Float64(),
-    "stderr": pl.Float64(),
-    "random_baseline": pl.Float64(),
-}
-COLUMNS: tuple[str, ...] = tuple(SCHEMA)
-OPTIONAL_SCHEMA: dict[str, pl.DataType] = {"majority_baseline": pl.Float64(), "sampled_documents": pl.Int64()}
-"""Columns a table may have and keeps when it has them. `majority_baseline`: the share of the evaluated documents
-whose gold is the most common answer (what a model giving one answer to every document scores), recorded by a
-sweep for multiple-choice tasks; non-randomness tests accuracy against the larger of it and random_baseline.
-`sampled_documents`: the number of documents a score was computed on when that is a sample of the task's documents
-(lighteval's --max-samples, lm-eval's --limit), empty when every document was scored; a plain lighteval results
-file records only its cap, so there the number is an upper bound. The analysis flags such scores (the decisions'
-`sampled_documents`, the load notes of select and the report): a score on a sample is another estimate."""
 _TYPES: dict[str, pl.DataType] = {**SCHEMA, **OPTIONAL_SCHEMA}
-NULLABLE: frozenset[str] = frozenset({"seed", "tokens", "stderr", "random_baseline", *OPTIONAL_SCHEMA})
-NO_BASELINE_NOTE = "random_baseline may be empty only for lower-is-better metrics (perplexities)"
-KEY: tuple[str, ...] = ("run", "seed", "step", "task", "fewshot", "metric")
-CATEGORIES: tuple[str, ...] = ("GK", "RC", "RES", "NLU", "GEN")
-FORMULATIONS: tuple[str, ...] = ("CF", "MCF", "HYBRID", "GEN", "PPL")
-ENGLISH_PROMPT_SUFFIX = "_enprompt"
-"""Suffix of a task that shows English prompt words over in-language content (finetasks_afr's task names; the gap
-to English pairs a task with its English-prompt twin by it)."""
-
-
-class ScoreTableError(ValueError):
-    """A score table that cannot be analysed; the message names the input at fault and the fix."""
-
-
-NAN_POLICY = (
-    "a NaN score means the evaluation produced no number (e.g. a crashed task); "
-    "such rows are dropped and counted in the load report"
-)
-ACCEPTED_FORMATS = (
-    "a .parquet or .csv score table, an lm-evaluation-harness result .json file (v0, or 0.4's results_*.json), "
-    "or a directory of them"
-)
-_MAX_EXAMPLES = 5
 MAX_MAGNITUDE = 1e100
 """Largest |score|, |stderr| or |random_baseline| accepted. Far above any real metric (a random model's word
 perplexity is ~1e25), and small enough that squares and sums of squares over millions of rows stay finite: a
@@ -136,44 +89,6 @@ class LoadReport:
 
 
 # --------------------------------------------------------------------------------------------------
-# Error rendering
-
-
-def _fmt(value: object) -> str:
-    """A cell as text; None as `null` so a null seed is visible."""
-    return "null" if value is None else str(value)
-
-
-def _render_rows(frame: pl.DataFrame, columns: Sequence[str]) -> list[str]:
-    """Up to five rows as `run=.. seed=.. ..` plus `columns`; only key columns that exist are shown."""
-    shown = [c for c in KEY if c in frame.columns] + [c for c in columns if c not in KEY]
-    rows = frame.head(_MAX_EXAMPLES).select(shown).rows(named=True)
-    return [" ".join(f"{c}={_fmt(row[c])}" for c in shown) for row in rows]
-
-
-def _problem(columns: Sequence[str], count: int, what: str, examples: Sequence[str], fix: str) -> str:
-    """One problem paragraph: column(s), count, what is wrong, examples, fix."""
-    names = ", ".join(f"'{c}'" for c in columns)
-    lines = [f"column {names}: {count:,} {what}, e.g."]
-    lines += [f"    {e}" for e in examples[:_MAX_EXAMPLES]]
-    lines.append(f"  fix: {fix}")
-    return "\n".join(lines)
-
-
-def _raise(source: str, problems: Sequence[str]) -> NoReturn:
-    """Raise one error carrying every problem found at the same stage."""
-    if len(problems) == 1:
-        raise ScoreTableError(f"{source}: {problems[0]}")
-    body = "\n".join(f"- {p}" for p in problems)
-    raise ScoreTableError(f"{source}: {len(problems)} problems in the score table:\n{body}")
-
-
-def _schema_help() -> str:
-    """The expected schema, for messages about missing columns."""
-    return ", ".join(f"{c} ({SCHEMA[c]}{', nullable' if c in NULLABLE else ''})" for c in COLUMNS)
-
-
-# --------------------------------------------------------------------------------------------------
 # Validation stages
 
 
@@ -183,7 +98,7 @@ def _select_columns(frame: pl.DataFrame, source: str) -> tuple[pl.DataFrame, lis
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
         raise ScoreTableError(
-            f"{source}: missing column(s) {', '.join(missing)}; the score table needs {_schema_help()}. "
+            f"{source}: missing column(s) {', '.join(missing)}; the score table needs {schema_help()}. "
             "fix: add the missing columns (nullable ones may be left empty)"
         )
     optional = [c for c in OPTIONAL_SCHEMA if c in frame.columns]
@@ -235,17 +150,17 @@ def _cast(frame: pl.DataFrame, source: str) -> pl.DataFrame:
         bad = frame.filter(exprs[c][1])
         values = ", ".join(repr(v) for v in bad.get_column(c).unique(maintain_order=True).head(5))
         problems.append(
-            _problem(
+            problem(
                 [c],
                 lost[c],
                 f"value(s) cannot be read as {_TYPES[c]} (bad values: {values})",
-                _render_rows(bad, [c]),
+                render_rows(bad, [c]),
                 f"write {'whole numbers' if _TYPES[c] == pl.Int64() else 'numbers'} in '{c}'"
                 + (" or leave the cell empty" if c in NULLABLE else ""),
             )
         )
     if problems:
-        _raise(source, problems)
+        raise_problems(source, problems)
     return frame.select(*(value.alias(c) for c, (value, _) in exprs.items()))
 
 
@@ -268,7 +183,7 @@ def _refuse_control_characters(distinct_values: Mapping[str, pl.Series], source:
                 "become file names, suite-file lines and report rows; fix: rename them without control characters"
             )
     if problems:
-        _raise(source, problems)
+        raise_problems(source, problems)
 
 
 def _distinct_text(frame: pl.DataFrame) -> dict[str, pl.Series]:
@@ -312,11 +227,11 @@ def _check_nulls(frame: pl.DataFrame, source: str) -> None:
     required = [c for c in COLUMNS if c not in NULLABLE]
     counts = frame.select(pl.col(required).null_count()).row(0, named=True)
     problems = [
-        _problem(
+        problem(
             [c],
             counts[c],
             "row(s) are null (empty)",
-            _render_rows(frame.filter(pl.col(c).is_null()), [c]),
+            render_rows(frame.filter(pl.col(c).is_null()), [c]),
             f"fill '{c}'; only {', '.join(sorted(NULLABLE))} may be empty"
             + ("; a score the evaluation did not produce should be NaN" if c == "score" else ""),
         )
@@ -324,7 +239,7 @@ def _check_nulls(frame: pl.DataFrame, source: str) -> None:
         if counts[c]
     ]
     if problems:
-        _raise(source, problems)
+        raise_problems(source, problems)
 
 
 def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
@@ -333,7 +248,7 @@ def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]
     count = int(frame.select(nan.sum()).item())
     if not count:
         return frame, 0, []
-    return frame.filter(~nan), count, _render_rows(frame.filter(nan), [])
+    return frame.filter(~nan), count, render_rows(frame.filter(nan), [])
 
 
 def _null_nan_stderr(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
@@ -502,12 +417,12 @@ def _run_checks(frame: pl.DataFrame, source: str, checks: Sequence[_Check], valu
     checks = [c for c in checks if c.text is None or values[c.text].to_frame().select(c.mask.any()).item()]
     counts = frame.select(*(c.mask.sum().alias(str(i)) for i, c in enumerate(checks))).row(0)
     problems = [
-        _problem(check.columns, count, check.what, _render_rows(frame.filter(check.mask), check.columns), check.fix)
+        problem(check.columns, count, check.what, render_rows(frame.filter(check.mask), check.columns), check.fix)
         for check, count in zip(checks, counts, strict=True)
         if count
     ]
     if problems:
-        _raise(source, problems)
+        raise_problems(source, problems)
 
 
 @dataclass(frozen=True)
@@ -567,11 +482,11 @@ def _summaries(coded: pl.DataFrame, values: Mapping[str, pl.Series]) -> list[pl.
 
 def _describe_conflicts(frame: pl.DataFrame, rule: _GroupRule, groups: pl.DataFrame) -> list[str]:
     """Up to five conflicting groups, each with the values that conflict."""
-    groups = groups.select(rule.by).sort(rule.by).head(_MAX_EXAMPLES)
+    groups = groups.select(rule.by).sort(rule.by).head(MAX_EXAMPLES)
     rows = frame.join(groups, on=rule.by, how="semi", nulls_equal=True)
     seen = rows.group_by(rule.by).agg(pl.col(c).drop_nulls().unique().sort() for c in rule.values)
     return [
-        " ".join(f"{c}={_fmt(row[c])}" for c in rule.by)
+        " ".join(f"{c}={fmt(row[c])}" for c in rule.by)
         + " has "
         + ", ".join(f"{c} {row[c]}" for c in rule.values if len(row[c]) > 1)
         for row in seen.sort(rule.by).rows(named=True)
@@ -585,9 +500,9 @@ def _check_groups(frame: pl.DataFrame, source: str, summaries: Sequence[pl.DataF
         groups = summary.filter("differs")
         if groups.height:
             examples = _describe_conflicts(frame, rule, groups)
-            problems.append(_problem((*rule.by, *rule.values), groups.height, rule.what, examples, rule.fix))
+            problems.append(problem((*rule.by, *rule.values), groups.height, rule.what, examples, rule.fix))
     if problems:
-        _raise(source, problems)
+        raise_problems(source, problems)
 
 
 def _check_token_order(source: str, checkpoints: pl.DataFrame) -> None:
@@ -610,13 +525,13 @@ def _check_token_order(source: str, checkpoints: pl.DataFrame) -> None:
     if not order.height:
         return
     examples = [
-        f"run={row['run']} seed={_fmt(row['seed'])}: step {row['previous_step']} has tokens "
+        f"run={row['run']} seed={fmt(row['seed'])}: step {row['previous_step']} has tokens "
         f"{row['previous_tokens']:,}, the later step {row['step']} only {row['tokens']:,}"
-        for row in order.head(_MAX_EXAMPLES).rows(named=True)
+        for row in order.head(MAX_EXAMPLES).rows(named=True)
     ]
     what = "checkpoint(s) have fewer tokens than the step before them in the same run and seed"
     fix = "tokens count the training tokens seen so far: correct the token counts (or the steps) of the rows shown"
-    _raise(source, [_problem(("run", "seed", "step", "tokens"), order.height, what, examples, fix)])
+    raise_problems(source, [problem(("run", "seed", "step", "tokens"), order.height, what, examples, fix)])
 
 
 def checkpoint_tokens() -> pl.Expr:
@@ -707,9 +622,9 @@ def _check_duplicates(
     repeats = int(ordered.select(repeat.sum()).item())
     if not repeats:
         return
-    groups = ordered.filter(repeat).group_by(KEY).len().sort(KEY).head(_MAX_EXAMPLES)
+    groups = ordered.filter(repeat).group_by(KEY).len().sort(KEY).head(MAX_EXAMPLES)
     examples = [
-        " ".join(f"{c}={_fmt(row[c])}" for c in KEY) + f" ({row['len'] + 1} rows)" for row in groups.rows(named=True)
+        " ".join(f"{c}={fmt(row[c])}" for c in KEY) + f" ({row['len'] + 1} rows)" for row in groups.rows(named=True)
     ]
     what = "extra row(s) repeat the key (run, seed, step, task, fewshot, metric) of another row"
     fix = "deduplicate or give the replicas distinct seeds"
@@ -724,7 +639,7 @@ def _check_duplicates(
             "decomposed, that print alike and are one name)"
         )
         fix = "keep one of the rows whose names differ only in their Unicode form, or " + fix
-    _raise(source, [_problem(KEY, repeats, what, examples, fix)])
+    raise_problems(source, [problem(KEY, repeats, what, examples, fix)])
 
 
 def validate(frame: pl.DataFrame, *, source: str) -> tuple[pl.DataFrame, LoadReport]:
@@ -783,7 +698,7 @@ class PartialReport:
             source,
             sum(part.n_rows for part in parts),
             sum(part.dropped_nan for part in parts),
-            [example for part in parts for example in part.dropped_nan_examples][:_MAX_EXAMPLES],
+            [example for part in parts for example in part.dropped_nan_examples][:MAX_EXAMPLES],
             next((part.extra_columns for part in parts if part.extra_columns), []),
             {c: values for c, values in padded.items() if values},
             {c: sum(part.nan_counts.get(c, 0) for part in parts) for c in ("stderr", "random_baseline")},
@@ -851,11 +766,11 @@ def finish_report(partial: PartialReport) -> LoadReport:
     if conflicts.height:
         rule = _GROUP_RULES[0]
         examples = [
-            f"run={row['run']} seed={_fmt(row['seed'])} step={row['step']} has tokens "
+            f"run={row['run']} seed={fmt(row['seed'])} step={row['step']} has tokens "
             f"from {row['tokens_low']:,} to {row['tokens_high']:,}"
-            for row in conflicts.head(_MAX_EXAMPLES).rows(named=True)
+            for row in conflicts.head(MAX_EXAMPLES).rows(named=True)
         ]
-        _raise(source, [_problem((*rule.by, *rule.values), conflicts.height, rule.what, examples, rule.fix)])
+        raise_problems(source, [problem((*rule.by, *rule.values), conflicts.height, rule.what, examples, rule.fix)])
     checkpoints = checkpoints.select("run", "seed", "step", pl.col("tokens_low").alias("tokens"))
     notes = [f"dropped extra columns not in the schema: {', '.join(partial.extra_columns)}"] * bool(
         partial.extra_columns
@@ -905,376 +820,12 @@ def _partial_tokens_note(checkpoints: pl.DataFrame) -> list[str]:
     ).sort("run", "seed", "step")
     if mixed.is_empty():
         return []
-    shown = ", ".join(f"run={r['run']} seed={_fmt(r['seed'])} step={r['step']}" for r in mixed.head(3).rows(named=True))
+    shown = ", ".join(f"run={r['run']} seed={fmt(r['seed'])} step={r['step']}" for r in mixed.head(3).rows(named=True))
     return [
         f"tokens: {mixed.height:,} checkpoint(s) have no token count while other checkpoints of their run and seed "
         f"have one ({shown}): they are left out of token windows (consistency) and token axes; fix: re-collect them "
         "once their trainer_state.json is written, or pass --tokens-per-step"
     ]
-
-
-# --------------------------------------------------------------------------------------------------
-# lm-evaluation-harness (v0) result files
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """What the result files do not say about a task: its family, language, category and chance score.
-
-    The one task-metadata record of the project: the suite's `TASK_INFO` (finetasks_afr.benchmarks.common) fills
-    the last three fields too (which prompt words, which dataset and config the task reads); the score table
-    needs only the first five.
-    """
-
-    benchmark: str
-    language: str
-    category: str
-    formulation: str
-    random_baseline: float
-    prompt: str = "native"  # "native" (in-language prompt words) or "en" (English words)
-    dataset: str = ""  # key of finetasks_afr.data.sources.SOURCES ("" for tasks outside the suite)
-    subset: str = ""  # the dataset config the task reads
-
-
-MMLU_SUBJECTS: tuple[str, ...] = (
-    "abstract_algebra", "anatomy", "astronomy", "business_ethics", "clinical_knowledge",
-    "college_biology", "college_chemistry", "college_computer_science", "college_mathematics",
-    "college_medicine", "college_physics", "computer_security", "conceptual_physics", "econometrics",
-    "electrical_engineering", "elementary_mathematics", "formal_logic", "global_facts",
-    "high_school_biology", "high_school_chemistry", "high_school_computer_science",
-    "high_school_european_history", "high_school_geography", "high_school_government_and_politics",
-    "high_school_macroeconomics", "high_school_mathematics", "high_school_microeconomics",
-    "high_school_physics", "high_school_psychology", "high_school_statistics", "high_school_us_history",
-    "high_school_world_history", "human_aging", "human_sexuality", "international_law", "jurisprudence",
-    "logical_fallacies", "machine_learning", "management", "marketing", "medical_genetics",
-    "miscellaneous", "moral_disputes", "moral_scenarios", "nutrition", "philosophy", "prehistory",
-    "professional_accounting", "professional_law", "professional_medicine", "professional_psychology",
-    "public_relations", "security_studies", "sociology", "us_foreign_policy", "virology",
-    "world_religions",
-)  # fmt: skip
-
-LM_EVAL_TASK_INFO: dict[str, TaskInfo] = {
-    **{f"hendrycksTest-{s}": TaskInfo("mmlu", "eng", "GK", "CF", 0.25) for s in MMLU_SUBJECTS},
-    "arc_easy": TaskInfo("arc", "eng", "GK", "CF", 0.25),
-    "arc_challenge": TaskInfo("arc", "eng", "GK", "CF", 0.25),
-    "sciq": TaskInfo("sciq", "eng", "GK", "CF", 0.25),
-    "logiqa": TaskInfo("logiqa", "eng", "RES", "CF", 0.25),
-    "piqa": TaskInfo("piqa", "eng", "RES", "CF", 0.5),
-    "winogrande": TaskInfo("winogrande", "eng", "RES", "CF", 0.5),
-    "wsc": TaskInfo("wsc", "eng", "RES", "CF", 0.5),
-    # acc is greedy last-word match; ppl (lower is better) gets the same, meaningless, 0.0 baseline.
-    "lambada_openai": TaskInfo("lambada", "eng", "RC", "GEN", 0.0),
-}
-"""Task info for the lm-evaluation-harness tasks of the Pythia evaluations (English, v0 names)."""
-
-BIAS_PROBE_PREFIXES: tuple[str, ...] = ("crows_pairs",)
-"""Tasks measuring bias, not skill: skipped with a note unless the caller's task_info names them."""
-
-_SHOT_DIR = re.compile(r"(zero|one|two|three|four|five|six|seven|eight|nine|ten|few)-shot|\d+-?shot", re.I)
-_STEP = re.compile(r"_step(\d+)")
-_TASK_INFO_COLUMNS = ("task", "benchmark", "language", "category", "formulation", "random_baseline")
-
-
-def read_task_info(path: Path) -> dict[str, TaskInfo]:
-    """Task info from a CSV with columns task,benchmark,language,category,formulation,random_baseline."""
-    try:
-        check_user_text_file(path)
-        frame = pl.read_csv(path, infer_schema=False)
-    except TextEncodingError as error:
-        raise ScoreTableError(str(error)) from None
-    except (OSError, pl.exceptions.PolarsError) as error:
-        raise ScoreTableError(f"{path}: cannot read the task-info CSV ({error})") from error
-    missing = [c for c in _TASK_INFO_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ScoreTableError(
-            f"{path}: task-info CSV lacks column(s) {', '.join(missing)}; "
-            f"fix: give it the header {','.join(_TASK_INFO_COLUMNS)}"
-        )
-    frame = frame.with_columns(pl.col(*_TASK_INFO_COLUMNS[:5]).str.normalize("NFC"))  # as the table's names
-    # An empty random_baseline (or NaN) is "no baseline" (NaN here, null in the table), which validation
-    # accepts for lower-is-better metrics only.
-    text = pl.col("random_baseline").str.strip_chars()
-    empty = text.is_null() | (text == "")
-    baseline = pl.when(empty).then(float("nan")).otherwise(text.cast(pl.Float64, strict=False))
-    other = pl.any_horizontal(pl.all().exclude("random_baseline").is_null())
-    bad = frame.filter(baseline.is_null() | baseline.is_infinite() | other)
-    if bad.height:
-        raise ScoreTableError(
-            f"{path}: {bad.height} task-info row(s) have an empty cell or a random_baseline that is not "
-            f"a finite number, e.g. tasks {', '.join(map(_fmt, bad['task'].head(5)))}; fix: fill every cell "
-            f"({NO_BASELINE_NOTE}: leave it empty for them)"
-        )
-    dupes = frame.filter(pl.col("task").is_duplicated())["task"].unique().sort()
-    if dupes.len():
-        raise ScoreTableError(f"{path}: task(s) listed twice: {', '.join(dupes.head(5))}; fix: one row per task")
-    rows = frame.with_columns(baseline.alias("random_baseline")).rows(named=True)
-    for row in rows:
-        for column in _TASK_INFO_COLUMNS[:5]:
-            problem = control_character_problem(row[column], column, f"{path} (task {row['task']!r})")
-            if problem:
-                raise ScoreTableError(problem)
-    return {r["task"]: TaskInfo(*(r[c] for c in _TASK_INFO_COLUMNS[1:])) for r in rows}
-
-
-def _merged_task_info(task_info: Mapping[str, TaskInfo] | Path | None) -> dict[str, TaskInfo]:
-    """The builtin Pythia task info, overridden and extended by the caller's."""
-    if task_info is None:
-        return dict(LM_EVAL_TASK_INFO)
-    extra = read_task_info(Path(task_info)) if isinstance(task_info, str | Path) else task_info
-    return {**LM_EVAL_TASK_INFO, **extra}
-
-
-def _json_files(paths: Path | Sequence[Path]) -> list[Path]:
-    """Every result file named or found (recursively) under a named directory, in a stable order."""
-    roots = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
-    files: list[Path] = []
-    for root in roots:
-        if root.is_dir():
-            files += sorted(root.rglob("*.json"))
-        elif root.is_file():
-            files.append(root)
-        else:
-            raise ScoreTableError(f"{root}: no such file or directory; expected {ACCEPTED_FORMATS}")
-    if not files:
-        raise ScoreTableError(
-            f"{', '.join(map(str, roots))}: no lm-evaluation-harness *.json result files found; "
-            f"expected {ACCEPTED_FORMATS}"
-        )
-    return files
-
-
-def run_name(path: Path) -> str:
-    """The run a result file belongs to: the nearest ancestor folder that is not a shot folder."""
-    for parent in path.resolve().parents:
-        if parent.name and not _SHOT_DIR.fullmatch(parent.name):
-            return parent.name
-    raise ScoreTableError(f"{path}: cannot name its run from its folders; fix: pass run=")
-
-
-def _load_result_file(path: Path) -> tuple[int, int, dict[str, dict[str, Any]]]:
-    """(step, fewshot, results) of one harness file; anything unreadable names the file."""
-    steps = _STEP.findall(path.name)
-    if not steps:
-        raise ScoreTableError(
-            f"{path}: no `_step<N>` in the file name, so the checkpoint is unknown; "
-            "fix: name result files like <model>_step<N>.json"
-        )
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ScoreTableError(f"{path}: not a readable JSON file ({error}); fix: re-run or delete it") from error
-    results = data.get("results") if isinstance(data, dict) else None
-    config = data.get("config") if isinstance(data, dict) else None
-    fewshot = config.get("num_fewshot") if isinstance(config, dict) else None
-    if not isinstance(results, dict) or not isinstance(fewshot, int):
-        raise ScoreTableError(
-            f"{path}: not an lm-evaluation-harness result file (needs `results` and `config.num_fewshot`); "
-            "fix: remove it from the input or re-run the evaluation"
-        )
-    return int(steps[-1]), fewshot, results
-
-
-def _number(value: object, *, what: str, path: Path) -> float | None:
-    """A JSON metric value as float; null means no number (NaN for a score, null for a stderr)."""
-    if value is None or (isinstance(value, str) and value.strip().upper() in {"N/A", "NAN", ""}):
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ScoreTableError(f"{path}: {what} is {value!r}, not a number; fix: re-run the evaluation")
-    return float(value)
-
-
-@dataclass
-class _HarnessRows:
-    """Rows gathered column-wise from the result files, with what was skipped and why."""
-
-    columns: dict[str, list[Any]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
-    unknown_tasks: set[str] = field(default_factory=set)
-    bias_probes: set[str] = field(default_factory=set)
-    unknown_metrics: set[str] = field(default_factory=set)
-
-    def add(self, **values: Any) -> None:
-        """Append one row."""
-        for column, cells in self.columns.items():
-            cells.append(values[column])
-
-
-def _add_file(rows: _HarnessRows, path: Path, info: Mapping[str, TaskInfo], run: str, tokens: int | None) -> None:
-    """Append the rows of one result file; remember tasks and metrics that are skipped."""
-    step, fewshot, results = _load_result_file(path)
-    for task, metrics in results.items():
-        if task not in info:
-            is_probe = task.startswith(BIAS_PROBE_PREFIXES)
-            (rows.bias_probes if is_probe else rows.unknown_tasks).add(task)
-            continue
-        ti = info[task]
-        for metric, value in metrics.items():
-            if metric.endswith("_stderr"):
-                continue
-            if metric_info(metric) is None:
-                rows.unknown_metrics.add(metric)
-                continue
-            score = _number(value, what=f"{task} {metric}", path=path)
-            stderr = _number(metrics.get(f"{metric}_stderr"), what=f"{task} {metric}_stderr", path=path)
-            rows.add(
-                run=run, seed=None, step=step, tokens=None if tokens is None else step * tokens,
-                task=task, benchmark=ti.benchmark, language=ti.language, category=ti.category,
-                formulation=ti.formulation, fewshot=fewshot, metric=metric,
-                score=float("nan") if score is None else score, stderr=stderr,
-                random_baseline=ti.random_baseline,
-            )  # fmt: skip
-
-
-def _listing(names: Iterable[str], limit: int = 10) -> str:
-    """Sorted names, the first `limit` spelled out."""
-    ordered = sorted(names)
-    more = f" (+{len(ordered) - limit} more)" if len(ordered) > limit else ""
-    return ", ".join(ordered[:limit]) + more
-
-
-def _harness_notes(rows: _HarnessRows, source: str, skip_unknown: bool) -> list[str]:
-    """Notes on what was skipped; an unknown task is an error unless skip_unknown."""
-    if rows.unknown_tasks and not skip_unknown:
-        raise ScoreTableError(
-            f"{source}: {len(rows.unknown_tasks)} task(s) without task info (benchmark, language, "
-            f"category, formulation, random_baseline): {_listing(rows.unknown_tasks)}; fix: pass "
-            "--task-info CSV (columns task,benchmark,language,category,formulation,random_baseline) or "
-            "--skip-unknown to skip them (Python API: task_info=, skip_unknown=True)"
-        )
-    notes = []
-    if rows.unknown_tasks:
-        notes.append(f"skipped {len(rows.unknown_tasks)} tasks without task info: {_listing(rows.unknown_tasks)}")
-    if rows.bias_probes:
-        notes.append(f"skipped {len(rows.bias_probes)} bias-probe tasks (not skill measures): "
-                     f"{_listing(rows.bias_probes, 3)}")  # fmt: skip
-    if rows.unknown_metrics:
-        notes.append(f"skipped metrics unknown to the analysis: {_listing(rows.unknown_metrics)}")
-    return notes
-
-
-def read_lm_eval_harness(
-    paths: Path | Sequence[Path],
-    *,
-    task_info: Mapping[str, TaskInfo] | Path | None = None,
-    tokens_per_step: int | None = None,
-    run: str | None = None,
-    skip_unknown: bool = False,
-) -> tuple[pl.DataFrame, LoadReport]:
-    """Read lm-evaluation-harness (v0) result JSON files into a validated score table.
-
-    Args:
-        paths: result files, or directories searched recursively for `*.json`.
-        task_info: per-task attributes the files lack; a mapping or a CSV path, overriding and
-            extending `LM_EVAL_TASK_INFO`.
-        tokens_per_step: tokens = step * tokens_per_step; tokens stay null without it.
-        run: the run name for every file; default: each file's nearest non-shot ancestor folder.
-        skip_unknown: skip tasks without task info (with a note) instead of raising.
-
-    The step comes from `_step<N>` in the file name, fewshot from `config.num_fewshot`, seed is null.
-    Metrics unknown to `analysis.scores.metrics` and bias probes (crows_pairs_*) are skipped with a note.
-    """
-    files = _json_files(paths)
-    roots = [paths] if isinstance(paths, str | Path) else list(paths)
-    source = ", ".join(map(str, roots[:3])) + (f" (+{len(roots) - 3} more)" if len(roots) > 3 else "")
-    info = _merged_task_info(task_info)
-    rows = _HarnessRows()
-    for path in files:
-        _add_file(rows, path, info, run or run_name(path), tokens_per_step)
-    notes = [f"read {len(files)} lm-evaluation-harness result files"]
-    notes += _harness_notes(rows, source, skip_unknown)
-    raw = pl.DataFrame(rows.columns, schema=SCHEMA)
-    frame, report = validate(raw, source=source)
-    report.notes = notes + report.notes
-    require_rows(frame.height, report, raw.height, notes[1:])
-    return frame, report
-
-
-# --------------------------------------------------------------------------------------------------
-# Reading and writing score tables
-
-
-def _csv_field_counts(path: Path) -> pl.DataFrame:
-    """(line number, fields) of every non-empty record, by Python's csv module (quotes may hide commas)."""
-    with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-        reader = csv.reader(handle)
-        counted = [(reader.line_num, len(row)) for row in reader if row]
-    return pl.DataFrame(counted, schema={"number": pl.Int64, "fields": pl.Int64}, orient="row")
-
-
-def _comma_field_counts(data: bytes) -> pl.DataFrame:
-    """(line number, fields) of every non-empty line of a file without quotes: its commas + 1, in polars."""
-    lines = pl.Series("line", [data]).cast(pl.String, strict=False).str.split("\n").explode()
-    return (
-        lines.to_frame()
-        .with_row_index("number", offset=1)
-        .filter(pl.col("line").str.strip_suffix("\r") != "")
-        .select(
-            pl.col("number").cast(pl.Int64), (pl.col("line").str.count_matches(",", literal=True) + 1).alias("fields")
-        )
-    )
-
-
-def _ragged_lines(path: Path) -> tuple[int, list[tuple[int, int]]]:
-    """(fields of the header, [(line number, fields)] of the data lines that have another number of fields).
-
-    polars pads a short line with nulls (a missing stderr or random_baseline would pass as "unknown") and
-    rejects a long one without saying where, so the field count of every line is checked first: in polars when
-    the file has no quote character (0.3 s per million lines), else with the csv module (a quoted field may
-    hold a comma or a line break).
-    """
-    data = path.read_bytes()
-    counted = _csv_field_counts(path) if b'"' in data else _comma_field_counts(data)
-    if not counted.height:
-        return 0, []
-    header = int(counted.item(0, "fields"))
-    ragged = counted.slice(1).filter(pl.col("fields") != header)
-    return header, [(int(line), int(n)) for line, n in ragged.iter_rows()]
-
-
-def _check_csv_shape(path: Path) -> None:
-    """Every data line has the header's number of fields; else the error names the file and the lines."""
-    try:
-        header, ragged = _ragged_lines(path)
-    except OSError as error:
-        raise ScoreTableError(f"{path}: cannot read it ({error})") from error
-    if not ragged:
-        return
-    shown = "; ".join(f"line {line} has {n}" for line, n in ragged[:_MAX_EXAMPLES])
-    more = f" (+{len(ragged) - _MAX_EXAMPLES} more lines)" if len(ragged) > _MAX_EXAMPLES else ""
-    raise ScoreTableError(
-        f"{path}: {len(ragged):,} line(s) do not have the header's {header} comma-separated fields: {shown}{more}; "
-        f"fix: give every line exactly {header} fields (an empty cell is an empty field between two commas; "
-        "quote a value that contains a comma)"
-    )
-
-
-def _read_csv(path: Path) -> pl.DataFrame:
-    """A CSV as text, with the field count of its lines checked where polars may have hidden a ragged line.
-
-    polars rejects a line with too many fields without naming it, and pads one with too few with nulls, which
-    always land in the last column. So the lines are counted (`_check_csv_shape`) only when the read failed or
-    the last column holds a null: a well-formed table pays nothing.
-    """
-    try:
-        frame = pl.read_csv(path, infer_schema=False)
-    except pl.exceptions.ComputeError:
-        _check_csv_shape(path)
-        raise
-    if frame.width and frame.get_column(frame.columns[-1]).null_count():
-        _check_csv_shape(path)
-    return frame
-
-
-def _read_table(path: Path) -> pl.DataFrame:
-    """A parquet or CSV file as a frame; CSV as text so that validate's messages explain bad cells."""
-    try:
-        if path.suffix.lower() == ".parquet":
-            return pl.read_parquet(path)
-        check_user_text_file(path)
-        return _read_csv(path)
-    except TextEncodingError as error:
-        raise ScoreTableError(str(error)) from None
-    except (OSError, pl.exceptions.PolarsError) as error:
-        raise ScoreTableError(f"{path}: cannot read it as {path.suffix[1:]} ({error})") from error
 
 
 def require_rows(rows: int, report: LoadReport, read: int, skipped: Sequence[str] = ()) -> None:
@@ -1307,37 +858,3 @@ def require_rows(rows: int, report: LoadReport, read: int, skipped: Sequence[str
         why = f"none of its {read:,} rows is left"
         fix = "point at a table with scores"
     raise ScoreTableError(f"{report.source}: no usable score rows: {why}; fix: {fix}")
-
-
-def read_table_file(path: Path) -> tuple[pl.DataFrame, LoadReport]:
-    """Read a .parquet or .csv score table and validate it (`analysis.scores.read.read_scores` reads every
-    supported source, lm-evaluation-harness output included)."""
-    if path.suffix.lower() not in {".parquet", ".csv"}:
-        raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
-    raw = _read_table(path)
-    frame, report = validate(raw, source=str(path))
-    require_rows(frame.height, report, raw.height)
-    return frame, report
-
-
-def write_scores(frame: pl.DataFrame, path: str | Path) -> LoadReport:
-    """Validate and write a score table through the project's one atomic writer (`analysis.base.io.atomic_write`).
-
-    The suffix picks the format (.parquet or .csv); parent folders are created. A failed write leaves any previous
-    file untouched and no temporary file behind, and the file gets the permissions of a plain `open()`: all of that
-    is `atomic_write`'s job, so this function only validates and chooses the format. A write the system refuses
-    (full disk, file-size limit, ...) is raised as an OSError naming `path`, not as the ComputeError polars wraps
-    it in, so that callers name it (`analysis.base.write_errors`). Returns validate's report.
-    """
-    path = Path(path)
-    writers: dict[str, Callable[[pl.DataFrame, Path], None]] = {
-        ".parquet": lambda f, p: f.write_parquet(p),
-        ".csv": lambda f, p: f.write_csv(p),
-    }
-    suffix = path.suffix.lower()
-    if suffix not in writers:
-        raise ScoreTableError(f"{path}: cannot write '{path.suffix}'; fix: use a .parquet or .csv path")
-    frame, report = validate(frame, source=f"{path} (writing)")
-    with writing(path):  # polars' ComputeError on a full disk becomes the OSError it wraps, naming `path`
-        atomic_write(path, lambda tmp: writers[suffix](frame, tmp))
-    return report
