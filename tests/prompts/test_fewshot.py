@@ -367,6 +367,25 @@ def test_text_key_normalises_typography_but_not_content() -> None:
     assert fewshot.text_key(Doc(query="Q: ọjà yii", choices=[" yes", " no"], gold_index=0)) != fewshot.text_key(base)
 
 
+
+def test_normalise_keeps_exactly_the_letters_marks_and_digits_after_nfkc_and_case_folding() -> None:
+    """The lazily filled translate table against the definition, character by character: every code point (a
+    surrogate aside) alone, and texts that mix scripts, emoji, variation selectors, enclosing marks and ligatures."""
+    import random
+    import unicodedata
+
+    def defined(text: str) -> str:
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+        return "".join(c for c in folded if unicodedata.category(c)[0] in "LMN" and not fewshot._SELECTOR.match(c))
+
+    every = [chr(code) for code in range(0x110000) if not 0xD800 <= code <= 0xDFFF]
+    assert [fewshot.normalise(char) for char in every] == [defined(char) for char in every]
+    rng = random.Random(7)
+    pool = "Ọjà yìí ﬁ Ⅻ ½ ẞ ǅ \u0301\u20dd\ufe0f😂🏽 \u200d ١٢ ሰላም 你好 ΣΑΣ İı ß —“”!?\t\n"
+    texts = ["".join(rng.choices(pool, k=rng.randrange(40))) for _ in range(2000)]
+    assert [fewshot.normalise(text) for text in texts] == [defined(text) for text in texts]
+    assert fewshot.normalise("Q:  Ọjà  yìí\n") == "qọjàyìí" and fewshot.normalise("ﬁ½") == "fi12"
+
 # ------------------------------------------------------------------------------------------ per-document order
 
 

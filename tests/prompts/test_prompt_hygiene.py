@@ -103,6 +103,7 @@ def _render(config: Any, docs_per_task: int | None = DOCS_PER_TASK) -> Iterator[
 @pytest.fixture(scope="module")
 def rendered(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Rendered]]:
     """Every mirrored task (about 900) rendered on its first documents, 0- and 5-shot."""
+    from finetasks_afr.scoring.lighteval_runtime import memoised_datasets
     from tests.hub_rows import hub_row_files, write_hub_row_mirror
     from tests.raw_mirror import overlay, raw_mirror
 
@@ -114,7 +115,10 @@ def rendered(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     mp.setenv("HF_DATASETS_OFFLINE", "1")
     mp.setenv("HF_HUB_OFFLINE", "1")
     try:
-        return {config.name: list(_render(config)) for config in _mirrored_tasks(mirror) if _rendered_here(config)}
+        # each dataset read once, as a sweep reads it (the CF/MCF/hybrid and both prompt-language tasks of a config
+        # share it): loading was 45% of this fixture
+        with memoised_datasets():
+            return {config.name: list(_render(config)) for config in _mirrored_tasks(mirror) if _rendered_here(config)}
     finally:
         mp.undo()
 
