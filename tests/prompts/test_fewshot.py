@@ -367,7 +367,6 @@ def test_text_key_normalises_typography_but_not_content() -> None:
     assert fewshot.text_key(Doc(query="Q: ọjà yii", choices=[" yes", " no"], gold_index=0)) != fewshot.text_key(base)
 
 
-
 def test_normalise_keeps_exactly_the_letters_marks_and_digits_after_nfkc_and_case_folding() -> None:
     """The lazily filled translate table against the definition, character by character: every code point (a
     surrogate aside) alone, and texts that mix scripts, emoji, variation selectors, enclosing marks and ligatures."""
@@ -385,6 +384,7 @@ def test_normalise_keeps_exactly_the_letters_marks_and_digits_after_nfkc_and_cas
     texts = ["".join(rng.choices(pool, k=rng.randrange(40))) for _ in range(2000)]
     assert [fewshot.normalise(text) for text in texts] == [defined(text) for text in texts]
     assert fewshot.normalise("Q:  Ọjà  yìí\n") == "qọjàyìí" and fewshot.normalise("ﬁ½") == "fi12"
+
 
 # ------------------------------------------------------------------------------------------ per-document order
 
