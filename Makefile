@@ -12,7 +12,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: study study-pilot study-publish install test test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-pilot study-publish install test test-all test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -54,19 +54,26 @@ docs: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-## The test command of the README and of CI: lint, types, then every test (slow ones included), on TEST_WORKERS
-## pytest-xdist workers (one per core of the 2-core CI machine), each test file on one worker (its module fixtures
-## are built once). TEST_WORKERS=0 runs in this process.
+## The test command of the README and of CI (under 8 minutes on 2 cores): lint, then types beside every test (slow
+## ones included; make -j2: mypy's minute of one core fits where the workers wait on their subprocesses; either
+## failing fails `make test`). The tests run on TEST_WORKERS pytest-xdist workers (one per core of the 2-core CI
+## machine), each test file on one worker (its module fixtures are built once). TEST_WORKERS=0 runs in this process.
 TEST_WORKERS ?= 2
-test: lint typecheck
+test: lint
+	@$(MAKE) --no-print-directory -j2 typecheck test-all
+
+test-all: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 ## lighteval 0.13.0's own tests from its sdist (PyPI download), without then with our patches; fails on a regression.
 test-lighteval: install
 	PY=$(abspath $(PY)) bash scripts/lighteval_upstream_tests.sh
 
+## The edit-test loop (under 2 minutes on the 2-core machine): the unit tier, without the tests marked slow (end to
+## end: model training, subprocess sweeps and CLIs, signals, every-row scans of the real releases; each over ~1.5 s).
+## No lint or types: `make test` runs everything.
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=10
 
 ## Select the fine tasks per language: the bundled sweep, or SCORES=path.parquet|csv|lm-eval dir.
 select-tasks: install

@@ -498,6 +498,7 @@ def canonical(result: AggregateResult) -> tuple[pl.DataFrame, pl.DataFrame, pl.D
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=tables(), order_seed=st.integers(0, 2**32 - 1))
 def test_invariant_to_row_order(data: tuple[pl.DataFrame, list[str]], order_seed: int) -> None:
@@ -510,6 +511,7 @@ def test_invariant_to_row_order(data: tuple[pl.DataFrame, list[str]], order_seed
     assert a[3] == b[3]
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=tables(), perm_seed=st.integers(0, 2**32 - 1))
 def test_permuting_run_names_permutes_ranking(data: tuple[pl.DataFrame, list[str]], perm_seed: int) -> None:
@@ -538,6 +540,7 @@ def same_order(a: float, b: float, x: float, y: float) -> bool:
     return sign(a, b) == sign(x, y)
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(data=tables(low=4))
 def test_adding_a_run_that_loses_everywhere_keeps_the_order(data: tuple[pl.DataFrame, list[str]]) -> None:
@@ -594,6 +597,7 @@ def big_table(n_runs: int = 40, n_tasks: int = 250, n_steps: int = 25) -> tuple[
     return table, selected
 
 
+@pytest.mark.slow
 def test_one_million_rows_aggregate() -> None:
     """Scale check without timing (speed is measured in `make bench`, not asserted here)."""
     table, selected = big_table()

@@ -226,6 +226,7 @@ def test_a_table_without_english_tasks_has_no_gap() -> None:
     assert gap.empty and gap.summary.is_empty()
 
 
+@pytest.mark.slow
 def test_select_writes_the_gap_files_the_report_section_and_one_figure_per_benchmark(tmp_path: Path) -> None:
     from analysis.pipeline import run_selection
     from analysis.scores.stream import frame_scan

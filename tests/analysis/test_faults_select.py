@@ -112,6 +112,7 @@ def test_check_inside_refuses_an_escaping_or_shared_path(tmp_path: Path) -> None
         check_inside(tmp_path, [tmp_path / "suites" / "a.txt", tmp_path / "suites" / "cf" / ".." / "a.txt"])
 
 
+@pytest.mark.slow
 def test_names_with_path_characters_stay_inside_out(tmp_path: Path, demo_table: pl.DataFrame) -> None:
     """Before the fix `../../evil` wrote its cf and mcf lists onto one out/evil.txt, and `../../../../escaped`
     wrote a/escaped.txt, outside --out (exit 0)."""
@@ -275,6 +276,7 @@ def test_demo_pipeline_calls_still_work_twice(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ 3. a kill: all-old or all-new
 
 
+@pytest.mark.slow
 def test_figure_workers_are_started_to_die_with_their_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, object] = {}
 
@@ -483,6 +485,7 @@ def test_out_under_a_file_is_refused_before_any_work(tmp_path: Path, command: st
     _assert_named_error(result, f"{tmp_path / 'file.txt'} is a file", "choose another path")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", COMMANDS)
 def test_read_only_out_is_refused_before_any_work(tmp_path: Path, command: str) -> None:
     """In a subprocess that obeys file modes even as root (tests/unprivileged.py), so it runs in CI too."""

@@ -319,6 +319,7 @@ def test_synthetic_table_small_is_deterministic() -> None:
     assert a.equals(b)
 
 
+@pytest.mark.slow
 def test_small_random_tables_cover_the_edge_cases() -> None:
     seen = {"null_seed": False, "bits_per_byte": False, "null_tokens": False, "single_run": False}
     for rng_seed in range(30):

@@ -182,6 +182,7 @@ def assert_no_pyplot_figures() -> None:
 # ---------------------------------------------------------------------------- training curves
 
 
+@pytest.mark.slow
 def test_training_curves_png_and_deterministic(tmp_path: Path) -> None:
     table = score_table()
     first = plot_training_curves(table, TASK, 0, tmp_path / "a.png", highlight_metric="acc_norm")
@@ -192,6 +193,7 @@ def test_training_curves_png_and_deterministic(tmp_path: Path) -> None:
     assert_no_pyplot_figures()
 
 
+@pytest.mark.slow
 def test_training_curves_highlight_changes_the_figure(tmp_path: Path) -> None:
     table = score_table()
     plain = plot_training_curves(table, TASK, 0, tmp_path / "plain.png")
@@ -240,6 +242,7 @@ def test_training_curves_nothing_to_plot(tmp_path: Path) -> None:
 # -------------------------------------------------------------------------- criteria overview
 
 
+@pytest.mark.slow
 def test_criteria_overview_png_and_deterministic(tmp_path: Path) -> None:
     decisions = decisions_table()
     first = plot_criteria_overview(decisions, "yor", tmp_path / "a.png", monotonicity_min=0.5, snr_min=20)
@@ -252,6 +255,7 @@ def test_criteria_overview_png_and_deterministic(tmp_path: Path) -> None:
     assert_no_pyplot_figures()
 
 
+@pytest.mark.slow
 def test_criteria_overview_draws_separation_when_the_decisions_have_it(tmp_path: Path) -> None:
     import matplotlib.image
 
@@ -384,6 +388,7 @@ def test_ranking_empty(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_figures_in_threads_match_sequential(tmp_path: Path) -> None:
     ranking = ranking_table()
     reference = plot_ranking(ranking, tmp_path / "ref.png").read_bytes()

@@ -216,6 +216,7 @@ def assert_intervals_bracket(out: pl.DataFrame) -> int:
     grid=st.sampled_from([None, 8, 1000]),
     ddof=st.sampled_from([0, 1]),
 )
+@pytest.mark.slow
 def test_intervals_bracket_the_value_on_random_tables(seed, n_runs, n_seeds, n_steps, drop, grid, ddof):
     table = random_table(seed, n_runs=n_runs, n_seeds=n_seeds, n_steps=n_steps, drop=drop, grid=grid)
     config = replace(CONFIG, snr=replace(CONFIG.snr, ddof=ddof))

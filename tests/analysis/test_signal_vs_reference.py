@@ -53,6 +53,7 @@ def test_variants_match_reference(seed, config):
     assert_equal_statistics(make_small_random_table(100 + seed), config)
 
 
+@pytest.mark.slow
 def test_synthetic_sweep_matches_reference():
     table = make_synthetic_table(n_tasks=10, n_runs=5, n_seeds=3, n_steps=20)
     assert_equal_statistics(table, load_config())

@@ -58,6 +58,7 @@ def test_sampled_documents_reach_the_decisions_streamed_as_in_memory(tmp_path: P
     assert got == {task: {**sampled, tasks[2]: 40}.get(task) for task in tasks}
 
 
+@pytest.mark.slow
 def test_bootstrap_cis_streamed_equal_memory(tmp_path: Path) -> None:
     """CIs are seeded per group size, so a group's interval does not depend on the partition it is in."""
     table = make_synthetic_table(n_tasks=12, n_runs=4, n_seeds=3, n_steps=8)
@@ -127,6 +128,7 @@ def test_compare_frames_reports_a_difference_beyond_the_tolerance() -> None:
     assert compare_frames("f", a, a.with_columns(pl.col("k").str.to_uppercase())) != []
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_same_results(tmp_path: Path) -> None:
     table = make_synthetic_table(n_tasks=8, n_runs=4, n_seeds=2, n_steps=6).sort("task")
     path = tmp_path / "t.parquet"
@@ -139,6 +141,7 @@ def test_worker_processes_give_the_same_results(tmp_path: Path) -> None:
     assert compare_frames("ranking", alone.ranking.ranking, pooled.ranking.ranking) == []
 
 
+@pytest.mark.slow
 def test_the_bench_memory_sampler_sums_the_command_and_its_children() -> None:
     """bench_scale's peak memory is the whole process tree's (a worker's allocation counts), read from the
     command's own /proc children lists."""

@@ -231,6 +231,7 @@ def _probe_rows() -> list[dict[str, str]]:
     return rows + _rows("injongointent", "hau", "test") + _rows("injongointent", "eng", "train")
 
 
+@pytest.mark.slow
 def test_4way_options_are_identical_across_processes_and_hash_seeds() -> None:
     from finetasks_afr.benchmarks.injongointent import adapter4
 

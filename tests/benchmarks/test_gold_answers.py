@@ -871,6 +871,7 @@ def test_decoders_read_both_bridging_the_gap_schemas() -> None:
     assert decode_mmlu_clinical(mmlu, "zul") == ("c",)
 
 
+@pytest.mark.slow
 def test_gold_answers_on_hand_made_rows(hand_suite: list[Task]) -> None:
     """Every task of every key on rows in the published schema (the FLORES ones over a tiny mirror of those rows):
     no row skipped, every gold the decoded answer, every task given rows (but where rows name one language)."""
@@ -919,6 +920,7 @@ def real_outcomes(suite: list[Task], mirror: Path) -> list[tuple[Task, Outcome]]
         return real_row_outcomes(suite, mirror)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_gold_answers_on_every_real_test_row(suite: list[Task], real_outcomes: list[tuple[Task, Outcome]]) -> None:
     """Every task whose config the raw mirror holds, on every row of its evaluation split; the FLORES tasks on

@@ -187,6 +187,7 @@ def _read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_belebele_dedup_on_the_real_files_matches_pandas(shared_data: Path) -> None:
     """Every Belebele file of Bridging the Gap: 900 rows, 488 passages, each kept once, at its first row."""
@@ -254,6 +255,7 @@ def mirrored_tasks(mirror: Path) -> dict[str, LightevalTaskConfig]:
         return {config.name: config for config in perplexity.tasks()}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_docs_loaded_by_lighteval_from_the_mirror(
     mirrored_tasks: dict[str, LightevalTaskConfig], mirror: Path, shared_data: Path

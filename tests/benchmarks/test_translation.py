@@ -306,6 +306,7 @@ def test_flores_tasks_pair_real_rows_by_index_id_in_every_language(sib_mirror: P
     assert longest <= flores_mt.GENERATION_SIZE  # a tokenizer spending one token per character is never cut short
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_both_sides_of_a_flores_pair_come_from_one_place(shared_data: Path, tmp_path: Path) -> None:
     """A mirror without eng_Latn is not mixed with the hub: the language's tasks then read the hub for both."""

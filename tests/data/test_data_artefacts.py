@@ -72,6 +72,7 @@ def _flores_configs(mirror: Path) -> dict[str, Any]:
         return {config.name: config for config in flores_mt.tasks()}
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_flores_source_conflicts_found_from_the_real_rows(shared_data: Path) -> None:
     """The module's finder, run over every African language of the release, gives exactly the hand-found list."""
@@ -92,6 +93,7 @@ def test_flores_source_conflicts_found_from_the_real_rows(shared_data: Path) -> 
     }  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_flores_fewshot_pools_hold_no_row_whose_source_another_row_translates_differently(
     sib_mirror: Path, shared_data: Path
@@ -162,6 +164,7 @@ def _raw_test_rows(shared_data: Path, iso3: str) -> list[dict[str, str]]:
     return [row for row in rows if row["Split"].strip() == "test"]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_every_winogrande_cf_document_scores_a_continuation_with_a_letter(wino_mirror: Path, shared_data: Path) -> None:
     """All 12 languages, every test row: every choice scored holds a letter; sentences with only punctuation after

@@ -86,6 +86,7 @@ def test_a_tsv_without_its_label_column_is_a_named_error(tmp_path: Path) -> None
     assert written(out) == []
 
 
+@pytest.mark.slow
 def test_an_empty_raw_file_is_a_named_error(tmp_path: Path) -> None:
     src = raw_tree(tmp_path / "raw")
     empty = src / "afrisenti" / "hau" / "test.tsv"
@@ -189,6 +190,7 @@ def test_an_out_that_is_a_file_or_under_a_file_is_refused_first(tmp_path: Path, 
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["import-raw", "mirror", "longppl"])
 def test_a_read_only_out_is_refused_first(tmp_path: Path, command: str) -> None:
     """In a subprocess that obeys file modes even as root (tests/unprivileged.py), so it runs in CI too."""

@@ -218,6 +218,7 @@ def test_every_task_names_a_published_repository_config_and_splits(hub_tasks: li
             assert SOURCES[TASK_INFO[config.name].dataset].revision == card["revision"], config.name
 
 
+@pytest.mark.slow
 def test_data_sources_printed_to_a_pipe_is_not_cut() -> None:
     """Piped to a file or `less`, rich assumed 80 columns and printed "afridiacriti…" (issue 40): every key, repo and
     revision must come out whole."""

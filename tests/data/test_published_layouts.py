@@ -506,6 +506,7 @@ def test_every_source_has_a_replica_of_its_declared_form() -> None:
         if published.form != "script"
     ],
 )
+@pytest.mark.slow
 def test_family_loads_real_documents_from_a_replica_of_its_published_layout(
     key: str, replica: ReplicaHub, tmp_path: Path, request: pytest.FixtureRequest, literals: None
 ) -> None:

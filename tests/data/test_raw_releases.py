@@ -161,6 +161,7 @@ def release_pairs(shared_data: Path, dataset: str, config: str) -> list[tuple[st
     return raw_mafand(shared_data, config, "test.json") if dataset == "mafand" else raw_ntrex(shared_data, config)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_the_mirror_rows_are_the_release_rows(imported: tuple[Path, MirrorReport], shared_data: Path) -> None:
     """Row for row, in order, the text as released: CSV quoting undone in NollySenti (the files are pandas-written:
@@ -196,6 +197,7 @@ def _script(texts: list[str]) -> str:
     return letters.most_common(1)[0][0]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_ntrex_file_names_and_scripts_against_the_hub_configs(shared_data: Path) -> None:
     """Each hub config's text is in the script its suffix names, except `orm_Ethi`: the Oromo file is Latin
@@ -299,6 +301,7 @@ def _dataset_of(config: Any) -> str:
     return TASK_INFO[config.name].dataset
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_translation_direction_on_every_row(imported: tuple[Path, MirrorReport], shared_data: Path) -> None:
     """Every MAFAND and NTREX task, log-likelihood and generation forms, both directions, on every test row: source
@@ -319,6 +322,7 @@ def _differing(pairs: list[tuple[str, str]]) -> int:
     return sum(normalise(pivot) != normalise(own) for pivot, own in pairs)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_direction_check_catches_swapped_sides(
     imported: tuple[Path, MirrorReport], shared_data: Path, monkeypatch: pytest.MonkeyPatch

@@ -120,6 +120,7 @@ def real_mirror(shared_data: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     return out, report
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_import_raw_real_totals(real_mirror: RealMirror) -> None:
     out, report = real_mirror

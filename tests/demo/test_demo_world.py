@@ -57,6 +57,7 @@ def rows(world: World, family: str, language: str, split: str = "test") -> list[
 # ------------------------------------------------------------------------------------------- files
 
 
+@pytest.mark.slow
 def test_build_is_deterministic_and_seeded(tmp_path: Path) -> None:
     a = files_of(build_world(tmp_path / "a", seed=3, docs_per_language=300).root)
     b = files_of(build_world(tmp_path / "b", seed=3, docs_per_language=300).root)
@@ -74,6 +75,7 @@ def test_rebuild_in_place_leaves_no_stale_files(tmp_path: Path) -> None:
     assert files_of(tmp_path / "w") == files_of(fresh.root)
 
 
+@pytest.mark.slow
 def test_manifest_round_trip_and_truth(world: World) -> None:
     loaded = World.load(world.root)
     assert loaded == world
@@ -119,6 +121,7 @@ def test_mixes_are_a_latin_square_with_a_common_share(world: World) -> None:
 # ---------------------------------------------------------------------------------------- datasets
 
 
+@pytest.mark.slow
 def test_datasets_load_offline_with_fresh_cache_after_rebuild(tmp_path: Path) -> None:
     import datasets
 
@@ -145,6 +148,7 @@ def test_gold_letters_are_balanced(world: World) -> None:
             assert set(golds.values()) == {SIZES[family] // N_CHOICES}, (family, language, golds)
 
 
+@pytest.mark.slow
 def test_facts_are_stated_in_the_corpus(world: World) -> None:
     """Each fact in its own corpus: facts and tiny in the main corpus, common in the common corpus only."""
     for language in LANGUAGES:

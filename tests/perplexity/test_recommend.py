@@ -343,6 +343,7 @@ def _app() -> typer.Typer:
     return app
 
 
+@pytest.mark.slow
 def test_cli_end_to_end(tmp_path: Path, masked_dir: Path, causal_dir: Path) -> None:
     texts = tmp_path / "texts.txt"
     texts.write_text("\n".join(TEXTS) + "\n\n", encoding="utf-8")

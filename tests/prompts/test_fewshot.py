@@ -430,6 +430,7 @@ def test_a_documents_examples_do_not_depend_on_max_samples_or_k_suffix(data: dic
     assert fewshot.doc_seed(0, "x", dataclasses.replace(doc, gold_index=0)) != fewshot.doc_seed(0, "x", doc)
 
 
+@pytest.mark.slow
 def test_prompts_are_byte_identical_across_processes_and_hash_seeds(data: dict[str, Path], fixed: None) -> None:
     here = rendered_prompts(data)
     script = (

@@ -121,6 +121,7 @@ def test_the_removed_class_is_every_format_and_private_use_character_but_the_joi
     assert not [char for char in sample if INVISIBLE.fullmatch(char)]
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_census_of_invisible_characters_in_the_data(shared_data: Path) -> None:
     """The Cf/Co characters the real rows hold, by script; `clean` leaves none of them but the joiners inside
@@ -214,6 +215,7 @@ def lighteval_task(mirror: Path, name: str) -> Any:
         return LightevalTask(dataclasses.replace(config, num_fewshots=5))
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 @pytest.mark.parametrize(("task_name", "doc_id", "copy_id", "difference"), NEAR_COPIES)
 def test_near_copies_on_real_rows_are_never_examples(

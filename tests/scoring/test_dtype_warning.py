@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 SCRIPT = """
 import logging, sys
 from transformers.utils import logging as hf_logging
@@ -34,6 +36,7 @@ def _run(mode: str) -> str:
     return done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_stock_transformers_warns_about_torch_dtype_and_the_project_drops_only_that() -> None:
     assert "`torch_dtype` is deprecated! Use `dtype` instead!" in _run("stock")
     silenced = _run("silenced")

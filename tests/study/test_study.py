@@ -57,6 +57,7 @@ def test_the_config_measures_consistency_over_the_second_half_of_training() -> N
     assert study_config(small).consistency.min_tokens == small.steps * small.batch_size * small.seq_len // 2
 
 
+@pytest.mark.slow
 def test_the_study_evaluates_the_designed_formulations_of_its_languages(mirror: Path) -> None:
     tasks = study_tasks(mirror, StudySizes())
     assert len(tasks) == len(set(tasks))
@@ -118,6 +119,7 @@ def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, t
         publish(tmp_path / "nothing", tmp_path / "docs")
 
 
+@pytest.mark.slow
 def test_an_in_process_sweep_reads_the_mirror_its_spec_names(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The custom tasks module built under another data directory (an earlier sweep in this process) is not reused
     (before the fix: sib200_zul_cf still pointed at the hub and the CI slice's checkpoints failed offline)."""

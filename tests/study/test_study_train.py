@@ -56,6 +56,7 @@ def test_the_shares_apportion_blocks_exactly_and_within_one_block() -> None:
         block_counts({"zul": 0.5, "xho": 0.4}, 10)
 
 
+@pytest.mark.slow
 def test_a_mix_holds_its_designed_tokens_per_language(
     tokenizer: PreTrainedTokenizerBase, paragraphs: dict[str, list[str]]
 ) -> None:
@@ -108,6 +109,7 @@ def test_the_tokenizer_lower_cases_and_is_trained_on_equal_text(
     assert (tokenizer_dir / "tokenizer.json").stat().st_mtime_ns == stamp
 
 
+@pytest.mark.slow
 def test_a_tiny_run_writes_checkpoints_then_done_and_an_interrupted_one_is_redone(
     tokenizer_dir: Path, shared_data: Path, tmp_path: Path
 ) -> None:

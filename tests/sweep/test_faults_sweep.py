@@ -109,6 +109,7 @@ def no_tmp_left(directory: Path) -> None:
 # 1. One sweep directory, one set of result-changing settings
 
 
+@pytest.mark.slow
 def test_rerun_with_a_different_max_length_is_refused_naming_both_values(world, tmp_path):
     out = tmp_path / "sweep"
     code, output = sweep(world, out)
@@ -162,6 +163,7 @@ def test_collect_refuses_parts_of_different_settings(world, tmp_path):
 # 2. Workers die with their parent
 
 
+@pytest.mark.slow
 def test_killing_the_parent_of_two_workers_ends_both_workers(world, tmp_path):
     out = tmp_path / "sweep"
     command = [str(Path(sys.executable).parent / "finetasks-afr"), "sweep", str(world["runs"]), "--tasks", GOOD,
@@ -271,6 +273,7 @@ def test_sweep_out_that_is_a_file_or_under_a_file_is_refused_first(world, tmp_pa
     assert afile.read_text() == "keep" and sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
+@pytest.mark.slow
 def test_sweep_and_collect_into_a_read_only_folder_are_refused_first(world, tmp_path):
     """In a subprocess that obeys file modes even as root (tests/unprivileged.py), so it runs in CI too."""
     home = tmp_path / "home"

@@ -66,6 +66,7 @@ def suite(mirror: Path) -> Iterator[Suite]:
     mp.undo()
 
 
+@pytest.mark.slow
 def test_names_are_unique_well_formed_and_described(suite: Suite) -> None:
     configs, info = suite
     names = [config.name for config in configs]
@@ -121,6 +122,7 @@ def _check_doc(doc: Doc | None, name: str) -> None:
     assert all(choice == choice.strip(" ") or choice.startswith(" ") for choice in doc.choices), name
 
 
+@pytest.mark.slow
 def test_prompts_on_real_rows_every_language_both_prompts(suite: Suite, mirror: Path) -> None:
     """Every mirrored task (all languages in ../shared/data, both prompt languages) on its real rows."""
     from finetasks_afr.benchmarks.common import SKIPPED_ROWS

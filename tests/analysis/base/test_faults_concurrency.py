@@ -89,6 +89,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30.0) -> None:
 # 1. Two select runs into one --out
 
 
+@pytest.mark.slow
 def test_two_selects_into_one_out_both_finish_with_a_complete_output(tmp_path: Path) -> None:
     """Before the fix the second run's recovery deleted the first run's staging folder: the first swapped in a
     directory without its marker (or failed with ENOENT). Now the second waits for the first, then replaces it.
@@ -168,6 +169,7 @@ def _hold(target: Path) -> AbstractContextManager[Path]:
     return output_lock(target)
 
 
+@pytest.mark.slow
 def test_a_second_select_gives_up_naming_the_holder(tmp_path: Path) -> None:
     """Before the fix nothing was locked: the command wrote over the other writer's output without a word."""
     out = tmp_path / "out"
@@ -188,6 +190,7 @@ def test_a_second_select_gives_up_naming_the_holder(tmp_path: Path) -> None:
     assert _leftovers(tmp_path) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["aggregate", "report"])
 def test_a_second_writer_waits_with_a_note_naming_the_holder_then_writes(tmp_path: Path, command: str) -> None:
     out = tmp_path / "out"
@@ -212,6 +215,7 @@ def test_a_second_writer_waits_with_a_note_naming_the_holder_then_writes(tmp_pat
     assert (out / OUTPUT_MARKER).is_file()
 
 
+@pytest.mark.slow
 def test_collect_into_a_table_another_process_writes_names_the_holder(tmp_path: Path) -> None:
     table = tmp_path / "scores.parquet"
     pl.DataFrame({"x": [1]}).write_parquet(table)

@@ -200,6 +200,7 @@ def test_import_raw_past_the_file_size_limit_keeps_the_old_mirror(tmp_path: Path
     assert snapshot(out) == old
 
 
+@pytest.mark.slow
 def test_import_raw_into_a_read_only_dataset_folder_keeps_it(tmp_path: Path) -> None:
     """Real EACCES, in a subprocess that obeys file modes; before: a PermissionError traceback (rc 1)."""
     src, out = raw_tree(tmp_path / "raw"), tmp_path / "mirror"
@@ -346,6 +347,7 @@ def test_sweep_on_a_full_disk_at_its_summary_or_table_keeps_the_old_one(
     assert (out / name).read_bytes() == old and leftovers(out) == empty
 
 
+@pytest.mark.slow
 def test_sweep_with_workers_into_a_read_only_results_folder_names_it(world: dict[str, Path], tmp_path: Path) -> None:
     """Real EACCES at the commit of each worker's part; before: each checkpoint "failed" (rc 1)."""
     out = tmp_path / "sweep"

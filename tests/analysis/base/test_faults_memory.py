@@ -103,6 +103,7 @@ def test_a_memory_error_inside_a_command_is_named(tmp_path: Path) -> None:
     assert_named(result, "out of memory: the command raised MemoryError")
 
 
+@pytest.mark.slow
 def test_an_allocation_refused_while_writing_is_named_as_memory_not_as_the_folder(tmp_path: Path) -> None:
     """Found by CI: under a 2.1 GB address-space limit polars may fail in the write itself, with ENOMEM in its own
     words; that read "--out ... could not be written (Cannot allocate memory (os error 12)) ... choose a writable

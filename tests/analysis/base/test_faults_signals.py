@@ -121,6 +121,7 @@ def assert_resumable(out: Path) -> int:
 # 1. Ctrl-C of a sweep with two workers
 
 
+@pytest.mark.slow
 def test_ctrl_c_of_a_two_worker_sweep_says_one_line_exits_130_and_resumes(world, reference, tmp_path):
     out = tmp_path / "sweep"
     command = sweep_command(world, out, "--workers", "2")
@@ -142,6 +143,7 @@ def test_ctrl_c_of_a_two_worker_sweep_says_one_line_exits_130_and_resumes(world,
 # 2. SIGTERM to the parent only
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_parent_stops_its_workers_says_one_line_exits_143_and_resumes(world, reference, tmp_path):
     out = tmp_path / "sweep"
     process = start(sweep_command(world, out, "--workers", "2", "--no-collect"))
@@ -161,6 +163,7 @@ def test_sigterm_to_the_parent_stops_its_workers_says_one_line_exits_143_and_res
 # 3. A second Ctrl-C while the first one is being handled
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_during_shutdown_adds_no_traceback(world, tmp_path):
     out = tmp_path / "sweep"
     process = start(sweep_command(world, out, "--workers", "2", "--no-collect"))
@@ -179,6 +182,7 @@ def test_a_second_ctrl_c_during_shutdown_adds_no_traceback(world, tmp_path):
 # 4. Any command: select, with its figure workers
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "terminal-closed"])
 def test_ctrl_c_or_a_closed_terminal_during_select_s_figures_says_one_line_and_leaves_nothing(tmp_path, signum):
     """SIGHUP (issue 41, case 5): before, exit 129 with no message, "5 leaked semaphore objects", and the staging
@@ -255,6 +259,7 @@ NOHUP = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_a_command_started_under_nohup_keeps_ignoring_sighup(tmp_path):
     """`nohup finetasks-afr sweep ...` means: go on when the terminal closes. A SIGHUP ignored at the start stays
     ignored; only a SIGHUP the command would have died of becomes an interrupt."""

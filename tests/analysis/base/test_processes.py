@@ -59,10 +59,12 @@ def _orphan_alive_after_parent_kill(tmp_path: Path, initializer: str) -> bool:
             parent.kill()
 
 
+@pytest.mark.slow
 def test_a_worker_dies_with_its_killed_parent(tmp_path: Path) -> None:
     assert not _orphan_alive_after_parent_kill(tmp_path, "die_with_parent")
 
 
+@pytest.mark.slow
 def test_without_it_the_worker_outlives_its_parent(tmp_path: Path) -> None:
     """The control: the test above can fail (a plain pool worker runs on as an orphan)."""
     assert _orphan_alive_after_parent_kill(tmp_path, "None")

@@ -410,6 +410,7 @@ def pythia(shared_data: Path) -> tuple[pl.DataFrame, LoadReport]:
     return read_scores(shared_data / "pythia" / "evals" / "pythia-v1", skip_unknown=True)
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_pythia_tree_matches_the_tidy_csv(pythia: tuple[pl.DataFrame, LoadReport], shared_data: Path) -> None:
     frame, report = pythia
