@@ -75,7 +75,6 @@ import contextvars
 import dataclasses
 import functools
 import hashlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -85,6 +84,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from finetasks_afr.data.lighteval_release import in_series, lighteval_version
 
 logger = logging.getLogger(__name__)
 
@@ -412,23 +413,9 @@ def probe() -> ProbeReport:
 # ------------------------------------------------------------------------------------------ apply / restore
 
 
-def lighteval_version() -> str | None:
-    try:
-        return importlib.metadata.version("lighteval")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def version_is_affected(version: str | None) -> bool:
     """True for the lighteval releases known to share one pool and leak the document: the 0.13 series."""
-    if version is None:
-        return False
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version).release[:2] == AFFECTED_SERIES
-    except InvalidVersion:
-        return False
+    return in_series(version, AFFECTED_SERIES)
 
 
 def applied() -> bool:

@@ -142,7 +142,6 @@ import contextvars
 import dataclasses
 import functools
 import hashlib
-import importlib.metadata
 import inspect
 import logging
 import math
@@ -151,6 +150,8 @@ import random
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from finetasks_afr.data.lighteval_release import in_series, lighteval_version
 
 if TYPE_CHECKING:
     from lighteval.tasks.requests import Doc
@@ -215,23 +216,9 @@ def reset_stats() -> None:
 # ----------------------------------------------------------------------------------------------- guards
 
 
-def lighteval_version() -> str | None:
-    try:
-        return importlib.metadata.version("lighteval")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def version_is_affected(version: str | None) -> bool:
     """True for the lighteval releases known to carry both bugs: the 0.13 series."""
-    if version is None:
-        return False
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version).release[:2] == AFFECTED_SERIES
-    except InvalidVersion:
-        return False
+    return in_series(version, AFFECTED_SERIES)
 
 
 def _source(obj: Any) -> str | None:

@@ -56,6 +56,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
+from finetasks_afr.data.lighteval_release import in_series
 from finetasks_afr.scoring import compat
 
 if TYPE_CHECKING:
@@ -179,14 +180,7 @@ def _identity(item: dict) -> ContinuationInput:
 
 
 def version_is_supported(version: str | None) -> bool:
-    if version is None:
-        return False
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(version).release[:2] == SUPPORTED_SERIES
-    except InvalidVersion:
-        return False
+    return in_series(version, SUPPORTED_SERIES)
 
 
 def backend_scores_query_then_choices() -> bool:
