@@ -27,7 +27,7 @@ from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.requests import SamplingMethod
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
+from finetasks_afr.benchmarks.common import Family, family_tasks, labelled_row, required_text
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import covered_by, same_codes
 
@@ -69,12 +69,7 @@ def adapter(line: dict) -> dict:
     if not isinstance(label, str) or label.strip().isdigit():
         raise ValueError(f"AfriHate label {label!r} is not one of the names Hate/Abuse/Normal (or Offensive)")
     name = label.strip().lower()
-    return {
-        "instruction": INSTRUCTION,
-        "question": required_text(line, "tweet"),
-        "choices": list(LABELS),
-        "gold_idx": label_index(LABEL_ALIASES.get(name, name), LABELS),
-    }
+    return labelled_row(INSTRUCTION, required_text(line, "tweet"), LABELS, LABEL_ALIASES.get(name, name))
 
 
 FAMILY = Family(

@@ -13,7 +13,7 @@ import ast
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
+from finetasks_afr.benchmarks.common import Family, clean, family_tasks, lettered_row
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import IROKOBENCH, covered_by, same_codes
 
@@ -37,11 +37,7 @@ def adapter(line: dict) -> dict:
     if isinstance(choices, str):  # the published main revision stores a Python-list string
         choices = ast.literal_eval(choices)
     choices = [clean(choice) for choice in choices]
-    return {
-        "question": clean(line["question"]),
-        "choices": choices,
-        "gold_idx": letter_index(line["answer"], len(choices)),
-    }
+    return lettered_row(clean(line["question"]), choices, line["answer"])
 
 
 FAMILY = Family(

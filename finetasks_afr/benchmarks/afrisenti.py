@@ -14,7 +14,7 @@ from typing import Any
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
+from finetasks_afr.benchmarks.common import Family, clean, family_tasks, labelled_row
 from finetasks_afr.data.raw import RawImporter, RowError, str_field, string_features, tsv_units
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import covered_by, same_codes
@@ -50,12 +50,7 @@ SOURCES = (
 
 
 def adapter(line: dict) -> dict:
-    return {
-        "instruction": INSTRUCTION,
-        "question": clean(line["tweet"]),
-        "choices": list(SENTIMENTS),
-        "gold_idx": label_index(line["label"], SENTIMENTS),
-    }
+    return labelled_row(INSTRUCTION, clean(line["tweet"]), SENTIMENTS, line["label"])
 
 
 FAMILY = Family(

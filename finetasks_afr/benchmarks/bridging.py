@@ -49,7 +49,7 @@ from lighteval.metrics.normalizations import LogProbCharNorm, LogProbTokenNorm
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
+from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index, lettered_row
 from finetasks_afr.data.raw import RawImporter, RowError, Unit, Yielded, read_text, require_columns, str_field
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import AfricanLanguage, covered_by
@@ -322,7 +322,7 @@ def winogrande_partial_adapter(language: AfricanLanguage) -> Callable[[dict], Pa
 
 def mmlu_adapter(line: dict) -> dict:
     choices = [clean(line[f"Option{letter}"]) for letter in "ABCD"]
-    return {"question": clean(line["Question"]), "choices": choices, "gold_idx": letter_index(line["Answer"], 4)}
+    return lettered_row(clean(line["Question"]), choices, line["Answer"])
 
 
 def mmlu_en_adapter(line: dict) -> dict:

@@ -183,6 +183,23 @@ def letter_index(letter: Any, n: int) -> int:
     return index
 
 
+def lettered_row(question: str, choices: list[str], answer: Any) -> dict:
+    """The multiple-choice template's input for a row whose gold is named by letter or one-based number
+    (`letter_index` over `choices`)."""
+    return {"question": question, "choices": choices, "gold_idx": letter_index(answer, len(choices))}
+
+
+def labelled_row(instruction: str, text: str, labels: tuple[str, ...], label: Any) -> dict:
+    """The multiple-choice template's input for a text classified into `labels`: every label offered, in order,
+    the gold given by name or index (`label_index`)."""
+    return {
+        "instruction": instruction,
+        "question": text,
+        "choices": list(labels),
+        "gold_idx": label_index(label, labels),
+    }
+
+
 def label_index(label: Any, labels: tuple[str, ...]) -> int:
     """A label given as its name or as an integer index into `labels`; ValueError when unknown."""
     if isinstance(label, bool):

@@ -20,7 +20,7 @@ from __future__ import annotations
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, letter_index
+from finetasks_afr.benchmarks.common import Family, clean, family_tasks, lettered_row
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import covered_by
 
@@ -65,11 +65,7 @@ def adapter(line: dict) -> dict:
     choices = [clean(line[field] or "") for field in OPTION_FIELDS]
     if not all(choices):
         raise ValueError("an option is empty")
-    return {
-        "question": clean(line["question"]),
-        "choices": choices,
-        "gold_idx": letter_index(line["answer"], len(choices)),
-    }
+    return lettered_row(clean(line["question"]), choices, line["answer"])
 
 
 FAMILY = Family(

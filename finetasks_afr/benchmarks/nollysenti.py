@@ -25,7 +25,7 @@ from typing import Any
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, family_tasks, label_index, required_text
+from finetasks_afr.benchmarks.common import Family, family_tasks, labelled_row, required_text
 from finetasks_afr.data.raw import RawImporter, RowError, str_field, string_features, tsv_units
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import covered_by
@@ -82,12 +82,7 @@ SOURCES = (
 
 
 def adapter(line: dict) -> dict:
-    return {
-        "instruction": INSTRUCTION,
-        "question": required_text(line, "review"),
-        "choices": list(SENTIMENTS),
-        "gold_idx": label_index(line["label"], SENTIMENTS),
-    }
+    return labelled_row(INSTRUCTION, required_text(line, "review"), SENTIMENTS, line["label"])
 
 
 FAMILY = Family(

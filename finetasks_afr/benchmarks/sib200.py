@@ -12,7 +12,7 @@ from typing import Any
 from lighteval.tasks.lighteval_task import LightevalTaskConfig
 from lighteval.tasks.templates.multichoice import get_mcq_prompt_function
 
-from finetasks_afr.benchmarks.common import Family, clean, family_tasks, label_index
+from finetasks_afr.benchmarks.common import Family, clean, family_tasks, labelled_row
 from finetasks_afr.data.raw import RawImporter, RowError, read_text, str_field, tsv_units
 from finetasks_afr.data.sources import DatasetSource
 from finetasks_afr.prompts.languages import covered_by, flores_codes
@@ -82,12 +82,7 @@ SOURCES = (
 
 
 def adapter(line: dict) -> dict:
-    return {
-        "instruction": INSTRUCTION,
-        "question": clean(line["text"]),
-        "choices": list(TOPICS),
-        "gold_idx": label_index(line["category"], TOPICS),
-    }
+    return labelled_row(INSTRUCTION, clean(line["text"]), TOPICS, line["category"])
 
 
 FAMILY = Family(
