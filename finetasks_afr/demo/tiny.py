@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # heavy imports, only for the annotations; the functions impo
     import torch
     from tokenizers import Tokenizer
     from tokenizers.normalizers import Normalizer
-    from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 BOS, EOS, PAD = "<s>", "</s>", "<pad>"
 SPECIAL_TOKENS = [PAD, BOS, EOS]  # ids 0, 1, 2
@@ -66,6 +67,21 @@ def train_byte_level_bpe(corpus: Sequence[str], vocab_size: int, *, normalizer: 
     return tokenizer
 
 
+def causal_tokenizer(backend: Tokenizer, max_length: int) -> PreTrainedTokenizerFast:
+    """`backend` (from `train_byte_level_bpe`) as the transformers tokenizer of a tiny causal LM: bos `<s>`, eos
+    `</s>`, pad `<pad>`, `model_max_length` = `max_length`, decoding without clean-up of spaces."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        bos_token=BOS,
+        eos_token=EOS,
+        pad_token=PAD,
+        model_max_length=max_length,
+        clean_up_tokenization_spaces=False,
+    )
+
+
 class LlamaShape(Protocol):
     """What `tiny_llama` needs of a model shape (the demo's and the study's `ModelShape` both fit)."""
 
@@ -81,6 +97,18 @@ class LlamaShape(Protocol):
     def max_position_embeddings(self) -> int: ...
     @property
     def initializer_range(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class TinyShape:
+    """A `LlamaShape` given field by field, as `make_tiny_causal_lm`'s arguments describe it."""
+
+    hidden_size: int
+    layers: int
+    heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    initializer_range: float = 0.02  # LlamaConfig's default
 
 
 def tiny_llama(tokenizer: PreTrainedTokenizerBase, shape: LlamaShape, seed: int) -> LlamaForCausalLM:
@@ -277,39 +305,13 @@ def make_tiny_causal_lm(
     Returns:
         `out_dir`, for `TransformersModelConfig(model_name=str(out_dir), ...)`.
     """
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
     if not corpus:
         raise ValueError("corpus must hold at least one text")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    backend = train_byte_level_bpe(corpus, vocab_size)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        model_max_length=max_position_embeddings,
-        clean_up_tokenization_spaces=False,
-    )
-
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden_size,
-        intermediate_size=hidden_size * 4,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        num_key_value_heads=heads,
-        max_position_embeddings=max_position_embeddings,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        tie_word_embeddings=False,
-    )
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config)
+    tokenizer = causal_tokenizer(train_byte_level_bpe(corpus, vocab_size), max_position_embeddings)
+    model = tiny_llama(tokenizer, TinyShape(hidden_size, layers, heads, hidden_size * 4, max_position_embeddings), seed)
 
     if train_steps > 0:
         token_ids: list[int] = []

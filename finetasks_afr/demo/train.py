@@ -24,7 +24,7 @@ from finetasks_afr.demo.world import World, corpus_for_mix, read_documents
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
-from finetasks_afr.demo.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
+from finetasks_afr.demo.tiny import causal_tokenizer, save_steps, train_blocks, train_byte_level_bpe
 
 TOKENIZER_DIR = "tokenizer"
 VOCAB_SIZE = 1536
@@ -51,20 +51,11 @@ def train_tokenizer(world: World, *, vocab_size: int = VOCAB_SIZE) -> Path:
 
     Trained on an equal number of documents per language, so no mix's language gets a better tokenizer.
     """
-    from transformers import PreTrainedTokenizerFast
-
     out = world.root / TOKENIZER_DIR
     texts: list[str] = []
     for language in world.languages:
         texts += read_documents(world.corpus_path(language))[:TOKENIZER_DOCS_PER_LANGUAGE]
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=train_byte_level_bpe(texts, vocab_size),
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        model_max_length=DEFAULT_SHAPE.max_position_embeddings,
-        clean_up_tokenization_spaces=False,
-    )
+    tokenizer = causal_tokenizer(train_byte_level_bpe(texts, vocab_size), DEFAULT_SHAPE.max_position_embeddings)
     tokenizer.save_pretrained(out)
     return out
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finetasks_afr.demo.tiny import BOS, EOS, PAD, save_steps, train_blocks, train_byte_level_bpe
+from finetasks_afr.demo.tiny import causal_tokenizer, save_steps, train_blocks, train_byte_level_bpe
 from finetasks_afr.study.corpus import mix_blocks, read_corpus, tokenizer_texts
 from finetasks_afr.study.design import LANGUAGES, MIXES, StudySizes
 
@@ -62,7 +62,6 @@ def train_study_tokenizer(
     characters per language and the tokens per word measured on each corpus's last paragraphs.
     """
     from tokenizers import normalizers
-    from transformers import PreTrainedTokenizerFast
 
     out_dir = Path(out_dir)
     if (out_dir / "tokenizer.json").is_file():
@@ -71,14 +70,8 @@ def train_study_tokenizer(
     texts = tokenizer_texts(paragraphs, chars_per_language)
     normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
     corpus = [text for language in LANGUAGES for text in texts[language]]
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=train_byte_level_bpe(corpus, vocab_size, normalizer=normalizer),
-        bos_token=BOS,
-        eos_token=EOS,
-        pad_token=PAD,
-        model_max_length=max_position_embeddings,
-        clean_up_tokenization_spaces=False,
-    )
+    backend = train_byte_level_bpe(corpus, vocab_size, normalizer=normalizer)
+    tokenizer = causal_tokenizer(backend, max_position_embeddings)
     report = {
         "vocab_size": vocab_size,
         "chars_per_language": {language: sum(map(len, texts[language])) for language in LANGUAGES},
