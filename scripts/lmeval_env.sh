@@ -40,22 +40,7 @@ EOF
 echo "lmeval_env: [2/2] lm-eval[hf] 0.4.13 (constrained to torch 2.13.0)"
 "${pip[@]}" -c "$constraints" "lm-eval[hf]==0.4.13"
 
-check="$(quiet_pip check || true)"
-unexpected="$(printf '%s\n' "$check" | grep -v -E '^No broken requirements found\.$' | grep -v '^$' || true)"
-if [ -n "$unexpected" ]; then
-    echo "lmeval_env: pip check reports problems:" >&2
-    printf '%s\n' "$unexpected" >&2
-    exit 1
-fi
-"$VENV/bin/python" - <<'EOF'
-import importlib.metadata as md
-import torch
-names = ("lm_eval", "transformers", "torch", "datasets", "huggingface_hub", "tokenizers")
-versions = {name: md.version(name) for name in names}
-assert torch.version.cuda is None, "a CUDA torch crept in"
-cuda = sorted(d.metadata["Name"] for d in md.distributions() if d.metadata["Name"].lower().startswith("nvidia-"))
-assert not cuda, f"CUDA packages crept in: {cuda}"
-print("lmeval_env:", ", ".join(f"{k} {v}" for k, v in versions.items()))
-EOF
+venv_pip_check
+venv_cpu_only lm_eval transformers torch datasets huggingface_hub tokenizers
 test -x "$VENV/bin/lm_eval"
 venv_done

