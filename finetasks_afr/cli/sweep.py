@@ -106,15 +106,10 @@ def sweep_command(
     """Evaluate every checkpoint of the runs on the tasks; resumable (rerun the same command to continue)."""
     from analysis.scores.discover import DiscoveryError, discover, token_override_note
     from finetasks_afr.data.sources import DATA_DIR_ENV
-    from finetasks_afr.sweep.evaluate import (
-        DEFAULT_CUSTOM_TASKS,
-        SweepSpec,
-        TaskListError,
-        parse_tasks,
-        tokenizer_problem,
-    )
+    from finetasks_afr.sweep.evaluate import SweepSpec, tokenizer_problem
     from finetasks_afr.sweep.run import EXECUTORS, SlurmOptions, run_sweep
     from finetasks_afr.sweep.store import SweepStoreError
+    from finetasks_afr.sweep.task_list import DEFAULT_CUSTOM_TASKS, TaskListError, parse_tasks
 
     quiet_third_party_progress()
     require_output_dir(out)

@@ -30,8 +30,9 @@ from rich.table import Table
 from analysis.base.processes import die_with_parent, sigterm_exits, starting_children, stop_processes
 from analysis.base.write_errors import writing
 from analysis.scores.discover import Checkpoint
-from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, check_tasks, evaluate_shard
+from finetasks_afr.sweep.evaluate import Outcome, SweepSpec, SweepWriteError, evaluate_shard
 from finetasks_afr.sweep.store import SweepStore
+from finetasks_afr.sweep.task_list import check_tasks
 
 if TYPE_CHECKING:
     import submitit
@@ -201,7 +202,7 @@ def run_sweep(
     if executor not in EXECUTORS:
         raise ValueError(f"executor {executor!r}: choose one of {', '.join(EXECUTORS)}")
     console = console or Console(stderr=True)
-    check_tasks(spec)
+    check_tasks(spec.tasks, spec.custom_tasks, spec.builtin_tasks)
     store = SweepStore(Path(spec.out_dir))
     store.root.mkdir(parents=True, exist_ok=True)
     store.record_settings(spec.settings())

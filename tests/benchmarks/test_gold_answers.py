@@ -960,6 +960,7 @@ RAW_RELEASE_TEST_ROWS = {  # (dataset, config) -> rows of its test split, counte
 }
 
 
+@pytest.mark.slow  # shares real_outcomes (every real row, ~50 s) with the test above
 @pytest.mark.shared_data
 def test_gold_answers_on_every_row_of_the_nollysenti_mafand_and_ntrex_releases(
     suite: list[Task], mirror: Path, shared_data: Path, real_outcomes: list[tuple[Task, Outcome]]

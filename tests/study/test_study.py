@@ -123,7 +123,7 @@ def test_the_ci_slice_runs_end_to_end_resumes_and_publishes(shared_data: Path, t
 def test_an_in_process_sweep_reads_the_mirror_its_spec_names(mirror: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The custom tasks module built under another data directory (an earlier sweep in this process) is not reused
     (before the fix: sib200_zul_cf still pointed at the hub and the CI slice's checkpoints failed offline)."""
-    from finetasks_afr.sweep.evaluate import DEFAULT_CUSTOM_TASKS, custom_tasks_module
+    from finetasks_afr.sweep.task_list import DEFAULT_CUSTOM_TASKS, custom_tasks_module
 
     monkeypatch.delenv("FINETASKS_AFR_DATA_DIR", raising=False)
     custom_tasks_module(DEFAULT_CUSTOM_TASKS)

@@ -23,8 +23,9 @@ from typer.testing import CliRunner
 from analysis.scores.discover import discover
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
-from finetasks_afr.sweep.evaluate import SweepSpec, TaskListError, parse_tasks
+from finetasks_afr.sweep.evaluate import SweepSpec
 from finetasks_afr.sweep.store import SweepSettingsError, SweepStore
+from finetasks_afr.sweep.task_list import TaskListError, parse_tasks
 from tests.process_tools import alive, children
 from tests.unprivileged import read_only_folder, run_cli_unprivileged
 

@@ -13,8 +13,8 @@ import pytest
 from analysis.base.io import safe_file_name
 from analysis.scores.discover import Checkpoint, DiscoveryError, discover, identity_from_path, parse_source
 from finetasks_afr.sweep.collect import CollectError, collect
-from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 from finetasks_afr.sweep.store import PART_MANIFEST, SweepStore, SweepStoreError, part_id
+from finetasks_afr.sweep.task_list import TaskListError, parse_tasks
 
 
 def make_checkpoint(

@@ -25,12 +25,12 @@ def test_the_perplexity_tasks_and_only_they_are_marked_zero_shot_only() -> None:
     assert all(compat.fewshot_limit(n).maximum == 0 for n in limited)  # type: ignore[union-attr]
 
 
-def test_the_sweep_task_check_names_the_task_its_maximum_and_the_fix(tmp_path: Path) -> None:
-    from finetasks_afr.sweep.evaluate import SweepSpec, TaskListError, check_tasks
+def test_the_sweep_task_check_names_the_task_its_maximum_and_the_fix() -> None:
+    from finetasks_afr.sweep.task_list import DEFAULT_CUSTOM_TASKS, TaskListError, check_tasks
 
-    check_tasks(SweepSpec(tasks=["flores_ppl_hau|0", "belebele_ppl_hau|0", "sib200_hau_cf|5"], out_dir=str(tmp_path)))
+    check_tasks(["flores_ppl_hau|0", "belebele_ppl_hau|0", "sib200_hau_cf|5"], DEFAULT_CUSTOM_TASKS)
     with pytest.raises(TaskListError) as error:
-        check_tasks(SweepSpec(tasks=["flores_ppl_hau|5", "belebele_ppl_zul|1"], out_dir=str(tmp_path)))
+        check_tasks(["flores_ppl_hau|5", "belebele_ppl_zul|1"], DEFAULT_CUSTOM_TASKS)
     message = str(error.value)
     for expected in ("flores_ppl_hau", "belebele_ppl_zul", "0-shot only", "maximum few-shot count 0"):
         assert expected in message

@@ -21,7 +21,7 @@ from analysis.scores.task_info import read_task_info
 from analysis.scores.write import write_scores
 from finetasks_afr.cli import app
 from finetasks_afr.data.raw import RawFileError, read_text
-from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
+from finetasks_afr.sweep.task_list import TaskListError, parse_tasks
 
 ROW = {
     "run": "mixA", "seed": 1, "step": 1000, "tokens": 2_000_000, "task": "afrixnli_yor_cf", "benchmark": "afrixnli",

@@ -27,8 +27,8 @@ from analysis.scores.schema import ScoreTableError
 from analysis.scores.validate import validate
 from finetasks_afr.cli import app
 from finetasks_afr.sweep.collect import CollectError, collect
-from finetasks_afr.sweep.evaluate import TaskListError, parse_tasks
 from finetasks_afr.sweep.store import PART_MANIFEST, SweepStore
+from finetasks_afr.sweep.task_list import TaskListError, parse_tasks
 from tests.sweep.test_sweep import INFO_CSV, lighteval_results, make_checkpoint, write_results
 
 # --------------------------------------------------------------------------------------------------
