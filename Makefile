@@ -54,7 +54,7 @@ docs: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-## The test command of the README and of CI (under 8 minutes on 2 cores): lint, then types beside every test (slow
+## The test command of the README and of CI (about 13.5 minutes on 2 cores): lint, then types beside every test (slow
 ## ones included; make -j2: mypy's minute of one core fits where the workers wait on their subprocesses; either
 ## failing fails `make test`). The tests run on TEST_WORKERS pytest-xdist workers (one per core of the 2-core CI
 ## machine), each test file on one worker (its module fixtures are built once). TEST_WORKERS=0 runs in this process.
