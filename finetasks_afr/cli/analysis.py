@@ -27,6 +27,8 @@ from finetasks_afr.cli.common import (
     output_failure,
     print_table,
     require_analysis_out,
+    require_output_dir,
+    require_scores_input,
     waiting_note,
     wrote_line,
 )
@@ -130,7 +132,9 @@ def run_selection_command(
 
 
 def _config(path: Path | None, scores: Path | None = None) -> Config:
-    """The configuration: `--config`, else the demo's own for the bundled sweep, else the FineTasks defaults."""
+    """The configuration: `--config`, else the demo's own for the bundled sweep, else the FineTasks defaults.
+    `scores` is checked first (by stat): `config_for` resolves it, which a symlink loop turns into a RuntimeError."""
+    require_scores_input(scores)
     chosen = config_for(scores, path)
     if path is None and chosen is not None:
         console.print(f"[dim]the bundled demo sweep: analysed with its own configuration {chosen}[/]")
@@ -286,17 +290,20 @@ def study_command(
     """The micro-scale study: tiny models trained on real African text in three mixes, swept over the real suite,
     selected and ranked against the designed truth (README, "A real micro-scale study")."""
     from finetasks_afr.study.design import StudySizes, slice_sizes
-    from finetasks_afr.study.run import publish, reanalyse_study, run_study
+    from finetasks_afr.study.folder import StudyFolderError
+    from finetasks_afr.study.run import reanalyse_study, run_study
 
+    _require_study_outputs(out, publish_to)  # before any work: a mistyped path costs nothing
     if reanalyse is not None:
         try:
             reanalyse_study(reanalyse, out, log=lambda line: console.print(line), shared_data=shared_data)
-        except FileNotFoundError as error:
-            raise fail(str(error)) from error
+        except (StudyFolderError, ScoreTableError) as error:
+            raise fail(f"--reanalyse: {error}") from None
+        except (OSError, OutputDirectoryError) as error:
+            raise output_failure(out, error) from error
         console.print(f"[green]wrote[/] {out}: selection/report.md, truth_check.csv (from {reanalyse})")
         if publish_to is not None:
-            publish(out, publish_to)
-            console.print(f"[green]published[/] {publish_to}")
+            _publish(out, publish_to)
         return
     if not (shared_data / "corpus").is_dir():
         raise fail(f"no training text under {shared_data / 'corpus'}: pass --shared-data <the shared data root>")
@@ -313,8 +320,30 @@ def study_command(
     run_study(out, shared_data, sizes, workers=workers, log=lambda line: console.print(line))
     console.print(f"[green]wrote[/] {out}: scores.parquet, selection/report.md, truth_check.csv, study.json")
     if publish_to is not None:
+        _publish(out, publish_to)
+
+
+def _require_study_outputs(out: Path, publish_to: Path | None) -> None:
+    """`--out` and `--publish` checked before the study starts (hours of training, or a minute of reanalysis): each
+    must be able to be a directory, and they must differ (the results would be copied onto themselves)."""
+    require_output_dir(out)
+    if publish_to is not None:
+        require_output_dir(publish_to, "--publish")
+        if publish_to.resolve() == out.resolve():
+            raise fail(f"--publish {publish_to} is --out itself; publish into another folder (e.g. docs/study)")
+
+
+def _publish(out: Path, publish_to: Path) -> None:
+    """Copy what the docs show into `--publish` (`study.run.publish`); a write the system refused is named."""
+    from finetasks_afr.study.run import publish
+
+    try:
         publish(out, publish_to)
-        console.print(f"[green]published[/] {publish_to}")
+    except OSError as error:
+        if isinstance(error, FileNotFoundError) and error.filename is None:  # the study is not finished
+            raise fail(str(error)) from None
+        raise fail(f"--publish {publish_to} could not be written ({error}); choose a writable directory") from None
+    console.print(f"[green]published[/] {publish_to}")
 
 
 def register(app: typer.Typer) -> None:

@@ -3,5 +3,6 @@ the real suite's tasks for their languages, selected and ranked against the desi
 
 Modules, in the order the study runs them: `design` (languages, mixes, sizes), `corpus` (the training text and the
 mixes' token streams), `train` (the shared tokenizer and the training runs), `run` (the stages, resumable, timed),
-`truth` (the designed truth against what the analysis found).
+`truth` (the designed truth against what the analysis found); `folder` checks a finished study's folder for
+`study --reanalyse`.
 """

@@ -18,20 +18,21 @@ results, and the analysis (seconds) is redone. `publish` copies what the docs sh
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
 import shutil
+import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from analysis.base.io import atomic_write_text, safe_file_name
+from analysis.base.io import atomic_write_text, safe_file_name, umask
 from analysis.base.processes import die_with_parent, starting_children
 from finetasks_afr.study.design import (
     CONTROL,
@@ -41,9 +42,9 @@ from finetasks_afr.study.design import (
     STUDY_FORMULATIONS,
     STUDY_LEFT_OUT_CATEGORIES,
     STUDY_PROMPTS,
-    ModelShape,
     StudySizes,
 )
+from finetasks_afr.study.folder import RECORD, SCORES, check_study_folder
 
 if TYPE_CHECKING:
     import polars as pl
@@ -272,47 +273,82 @@ def analyse_study(
     atomic_write_text(out / "truth.md", summarise_truth(check))
 
 
+REANALYSED = (SCORES, RECORD, "truth_check.csv", "truth.md", "selection", "aggregate", "mirror")
+"""What `reanalyse_study` writes under `--out` (the mirror only for a table without `majority_baseline`)."""
+STAGING_INFIX = ".reanalyse-"
+
+
 def reanalyse_study(
     published: Path, out: Path, log: Callable[[str], None] = print, shared_data: Path | None = None
 ) -> None:
     """Only the analysis, on a finished study's score table and record (`published`, e.g. docs/study): for a
     change to the analysis, which needs neither training nor evaluation. Writes `out` as `run_study` would.
 
+    The folder is checked whole first (`folder.check_study_folder`: both files, their schema, the table's runs and
+    tasks the record's), so a wrong folder is a named error before anything is copied. The copies and the analysis
+    are then built in a hidden sibling of `out` and moved in only when all of it succeeded: a failure leaves `out`
+    as it was, without copies.
+
     A table from before sweeps recorded `majority_baseline` gets it from the evaluated documents (`add_majority`),
     when `shared_data` holds the raw releases to mirror."""
     from analysis.scores.read import read_scores
 
-    published, out = Path(published), Path(out)
-    for name in ("scores.parquet", "study.json"):
-        if not (published / name).is_file():
-            raise FileNotFoundError(f"{published / name} is missing: pass the folder of a finished study")
-    out.mkdir(parents=True, exist_ok=True)
-    if published.resolve() != out.resolve():
-        for name in ("scores.parquet", "study.json"):
-            shutil.copyfile(published / name, out / name)
-    table, load_report = read_scores(out / "scores.parquet")
-    if "majority_baseline" not in table.columns and shared_data is not None and Path(shared_data).is_dir():
-        record = json.loads((out / "study.json").read_text(encoding="utf-8"))
-        add_majority(out / "scores.parquet", prepare_mirror(Path(shared_data), out), record["sizes"]["max_samples"])
-        log(f"recorded majority_baseline in {out / 'scores.parquet'} (from the evaluated documents)")
-        table, load_report = read_scores(out / "scores.parquet")
-    analyse_study(
-        table, load_report, recorded_sizes(json.loads((out / "study.json").read_text(encoding="utf-8"))), out, log
-    )
+    study = check_study_folder(Path(published))
+    out = Path(out)
+    with _staged_outputs(out) as staging:
+        for name in (SCORES, RECORD):
+            shutil.copyfile(study.folder / name, staging / name)
+        table, load_report = study.table, study.load_report
+        if "majority_baseline" not in table.columns and shared_data is not None and Path(shared_data).is_dir():
+            mirror_root = out if (out / "mirror" / MIRROR_DONE).is_file() else staging  # reused, as `make study`
+            add_majority(staging / SCORES, prepare_mirror(Path(shared_data), mirror_root), study.sizes.max_samples)
+            log(f"recorded majority_baseline in {out / SCORES} (from the evaluated documents)")
+            table, load_report = read_scores(staging / SCORES)
+        load_report = replace(load_report, source=str(out / SCORES))  # the report names the table where it stays
+        analyse_study(table, load_report, study.sizes, staging, log)
 
 
-def recorded_sizes(record: Mapping[str, Any]) -> StudySizes:
-    """The sizes a finished study ran with, from its `study.json`: a study published before the defaults changed
-    (round 1, docs/study/round-1) is re-analysed with its own consistency window (half of its own training), not
-    with the current defaults'."""
-    names = {field.name for field in dataclasses.fields(StudySizes)}
-    raw = {key: value for key, value in record["sizes"].items() if key in names}
-    raw["shape"] = ModelShape(**raw["shape"])
-    for key in ("seeds", "mixes", "tasks"):
-        if raw.get(key) is not None:
-            raw[key] = tuple(raw[key])
-    raw.setdefault("lr_scheduler", "constant_with_warmup")  # recorded before the field existed: a constant rate
-    return StudySizes(**raw)
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+@contextmanager
+def _staged_outputs(out: Path) -> Iterator[Path]:
+    """A hidden staging folder beside `out` (`.<name>.reanalyse-<pid>-*`) for the block; on success its entries
+    (`REANALYSED`) replace theirs in `out` (a stale `aggregate/` goes when the new analysis ranked nothing), or it
+    becomes `out` when there was none; on any failure it is removed and `out` is untouched. A staging folder of a
+    killed run (its pid dead) is removed by the next."""
+    out = Path(out).absolute()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prefix = f".{out.name}{STAGING_INFIX}"
+    for leftover in out.parent.glob(f"{prefix}*-*"):
+        pid = leftover.name[len(prefix) :].split("-", 1)[0]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(leftover, ignore_errors=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=out.parent))
+    try:
+        staging.chmod(0o777 & ~umask())  # as a plain mkdir would make it: it may become `out` itself
+        yield staging
+        if not out.exists():
+            staging.rename(out)
+            return
+        for name in REANALYSED:
+            new, old = staging / name, out / name
+            if new.is_dir() and old.is_dir() and not old.is_symlink():
+                old.rename(staging / f".old-{name}")  # the old folder aside, then the new one in its place
+                new.rename(old)
+            elif new.exists():
+                new.replace(old)
+            elif name == "aggregate" and old.is_dir():  # the new analysis ranked nothing: no stale ranking
+                shutil.rmtree(old)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def add_majority(scores: Path, mirror: Path, max_samples: int | None) -> None:

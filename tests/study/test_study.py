@@ -25,11 +25,11 @@ from finetasks_afr.study.design import (  # noqa: E402
     StudySizes,
     slice_sizes,
 )
+from finetasks_afr.study.folder import recorded_sizes  # noqa: E402
 from finetasks_afr.study.run import (  # noqa: E402
     STUDY_CONFIG,
     prepare_mirror,
     publish,
-    recorded_sizes,
     run_study,
     study_config,
     study_tasks,
