@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis.base.encoding import TextEncodingError, read_user_text
+from analysis.base.input_file import input_problem
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.toml")
 
@@ -120,12 +121,14 @@ _ALLOWED_CRITERIA = ("monotonicity", "snr", "non_random", "consistency", "separa
 
 @dataclass(frozen=True)
 class _Range:
-    """The values a number may take: [low, high], each bound optional, each possibly open."""
+    """The values a number may take: [low, high], each bound optional, each possibly open. `why` says what the
+    upper bound protects (memory, time, the 64-bit integers of the score table), for the message that names it."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+    why: str = ""
 
     def contains(self, value: float) -> bool:
         if not math.isfinite(value):
@@ -134,34 +137,59 @@ class _Range:
         below = self.high is None or (value < self.high if self.high_open else value <= self.high)
         return above and below
 
-    def describe(self) -> str:
+    def describe(self, value: float | None = None) -> str:
+        """The range as text; the 64-bit bound only for a value past it (it is no threshold anyone chooses)."""
+        if self.high == INT64_MAX and (value is None or value <= self.high):
+            return replace(self, high=None).describe()
+        low, high = _number(self.low), _number(self.high)
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
         if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
-        return f"{'<' if self.high_open else '<='} {self.high:g}"
+            return f"{'>' if self.low_open else '>='} {low}"
+        return f"{'<' if self.high_open else '<='} {high}"
 
+
+def _number(value: float | None) -> str:
+    """A bound as written in a message: an integer in full with thousands separators, a float in short form."""
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}" if value is not None else ""
+
+
+INT64_MAX = 2**63 - 1
+"""The largest integer a key compared with the table's steps, tokens or counts may take: those columns are 64-bit
+(polars cannot compare them with a larger literal and fails inside the statistics)."""
+_INT64 = "the score table's steps, tokens and counts are 64-bit integers"
+MAX_BOOTSTRAP_DRAWS = 10_000
+"""Every bootstrap interval draws `n` resamples at once (a groups x n matrix per group size, an n x runs x seeds
+array in the ranking), so memory and time grow with n: 10x the default's 1,000 is the most allowed, and percentile
+intervals need about 1,000-2,000 draws (Efron and Tibshirani 1993)."""
 
 # Every number's allowed range: a value outside it is a named error, not a crash inside numpy or polars or a
 # silently meaningless selection (a Spearman threshold above 1 keeps nothing; ddof 5 with 3 seeds has no noise).
+# Every integer has an upper bound: the bootstrap's draws by memory and time, the others by the 64-bit integers
+# they are compared with (a larger value ended in a polars traceback).
 _RANGES: dict[str, _Range] = {
     "monotonicity.min": _Range(-1, 1),
-    "monotonicity.min_checkpoints": _Range(2),
-    "monotonicity.step_min": _Range(0),
-    "monotonicity.step_max": _Range(0),
+    "monotonicity.min_checkpoints": _Range(2, INT64_MAX, why=_INT64),
+    "monotonicity.step_min": _Range(0, INT64_MAX, why=_INT64),
+    "monotonicity.step_max": _Range(0, INT64_MAX, why=_INT64),
     "snr.min": _Range(0),
     "snr.ddof": _Range(0, 1),
     "snr.checkpoint_min": _Range(0),
-    "snr.checkpoint_last_n": _Range(2),
+    "snr.checkpoint_last_n": _Range(2, INT64_MAX, why=_INT64),
     "non_random.sigma": _Range(0),
-    "consistency.min_tokens": _Range(0),
-    "consistency.min_step": _Range(0),
-    "consistency.min_runs": _Range(2),
+    "consistency.min_tokens": _Range(0, INT64_MAX, why=_INT64),
+    "consistency.min_step": _Range(0, INT64_MAX, why=_INT64),
+    "consistency.min_runs": _Range(2, INT64_MAX, why=_INT64),
     "separation.alpha": _Range(0, 1, low_open=True, high_open=True),
-    "separation.last_checkpoints": _Range(1),
+    "separation.last_checkpoints": _Range(1, INT64_MAX, why=_INT64),
     "decision.early_fraction": _Range(0, 1, low_open=True, high_open=True),
-    "bootstrap.n": _Range(1),
-    "bootstrap.seed": _Range(0),
+    "bootstrap.n": _Range(
+        1,
+        MAX_BOOTSTRAP_DRAWS,
+        why="every bootstrap interval draws n resamples at once, so memory and time grow with n; "
+        "percentile intervals are stable at 1,000-2,000 draws",
+    ),
+    "bootstrap.seed": _Range(0, INT64_MAX, why="the seed is recorded as a 64-bit integer"),
     "bootstrap.confidence": _Range(0, 1, low_open=True, high_open=True),
 }
 _NON_EMPTY = ("selection.require", "selection.metric_preference", "selection.categories")
@@ -182,22 +210,30 @@ def _coerce(section: str, key: str, value: Any, default: Any, source: str) -> An
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{where} must be a number, got {value!r}")
-        return _in_range(section, key, float(value), where)
+        return _in_range(section, key, float(value), where, default)
     if isinstance(default, int) or default is None:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where} must be an integer, got {value!r}")
-        return _in_range(section, key, value, where)
+        return _in_range(section, key, value, where, default)
     allowed = _ALLOWED.get(f"{section}.{key}")
     if allowed is not None and value not in allowed:
         raise ConfigError(f"{where} must be one of {allowed}, got {value!r}")
     return value
 
 
-def _in_range(section: str, key: str, value: Any, where: str) -> Any:
+def _in_range(section: str, key: str, value: Any, where: str, current: Any) -> Any:
+    """`value` when inside the key's range, else the error naming the key, the value, the range and the fix (and,
+    past an upper bound, what the bound protects)."""
     allowed = _RANGES.get(f"{section}.{key}")
-    if allowed is not None and not allowed.contains(value):
-        raise ConfigError(f"{where} must be {allowed.describe()}, got {value!r}")
-    return value
+    if allowed is None or allowed.contains(value):
+        return value
+    above = allowed.high is not None and math.isfinite(value) and value >= allowed.high
+    why = f" ({allowed.why})" if above and allowed.why else ""
+    keep = "omit the key for no limit" if current is None else f"omit the key to keep {current!r}"
+    raise ConfigError(
+        f"{where} must be {allowed.describe(value)}, got {value!r}{why}; "
+        f"fix: set a value {allowed.describe(value)}, or {keep}"
+    )
 
 
 def _merge(config: Config, data: dict[str, Any], source: str) -> Config:
@@ -233,8 +269,15 @@ def load_config(path: Path | str | None = None) -> Config:
     config = _merge(Config(), tomllib.loads(DEFAULT_CONFIG_PATH.read_text(encoding="utf-8")), str(DEFAULT_CONFIG_PATH))
     if path is not None:
         path = Path(path)
+        problem = input_problem(path, what="TOML config")  # by stat: a FIFO would block the read, a folder is no file
+        if problem is not None:
+            example = f" (e.g. a copy of {DEFAULT_CONFIG_PATH} with only the keys you change)" * path.is_dir()
+            raise ConfigError(problem + example)
         if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
+            raise ConfigError(
+                f"config file {path} does not exist; fix: give the path of a TOML config file (e.g. a copy of "
+                f"{DEFAULT_CONFIG_PATH} with only the keys you change)"
+            )
         try:
             data = tomllib.loads(read_user_text(path))
         except TextEncodingError as error:

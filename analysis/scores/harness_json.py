@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from analysis.base.input_file import input_problem, special_file_problem
 from analysis.scores.metrics import metric_info
 from analysis.scores.schema import ACCEPTED_FORMATS, COLUMNS, SCHEMA, ScoreTableError
 from analysis.scores.task_info import BIAS_PROBE_PREFIXES, TaskInfo, merged_task_info
@@ -33,12 +34,20 @@ def _json_files(paths: Path | Sequence[Path]) -> list[Path]:
     roots = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     files: list[Path] = []
     for root in roots:
+        problem = input_problem(root, what="lm-evaluation-harness result file", folders=True)
+        if problem is not None:
+            raise ScoreTableError(problem)
         if root.is_dir():
-            files += sorted(root.rglob("*.json"))
+            found = sorted(root.rglob("*.json"))
+            files += [p for p in found if not p.is_dir()]
         elif root.is_file():
             files.append(root)
         else:
             raise ScoreTableError(f"{root}: no such file or directory; expected {ACCEPTED_FORMATS}")
+    for file in files:  # a FIFO among the results would block its read: named, never opened
+        problem = special_file_problem(file, what="lm-evaluation-harness result file")
+        if problem is not None:
+            raise ScoreTableError(problem)
     if not files:
         raise ScoreTableError(
             f"{', '.join(map(str, roots))}: no lm-evaluation-harness *.json result files found; "

@@ -56,6 +56,7 @@ from typing import Any
 import langcodes
 import polars as pl
 
+from analysis.base.input_file import special_file_problem
 from analysis.scores.discover import (
     Checkpoint,
     DiscoveryError,
@@ -150,11 +151,16 @@ def lm_eval_files(root: Path) -> list[Path]:
     """
     if root.is_file():
         return [root]
-    return sorted(
+    candidates = sorted(p for p in root.rglob("*.json") if not p.is_dir())
+    for path in candidates:  # a FIFO among them would block its read: named, never opened
+        problem = special_file_problem(path, what="lm-eval results file")
+        if problem is not None:
+            raise LmEvalError(problem)
+    return [
         p
-        for p in root.rglob("*.json")
+        for p in candidates
         if p.is_file() and (p.match(RESULTS_GLOB) or (p.name not in NOT_RESULTS and holds_lm_eval_04(p)))
-    )
+    ]
 
 
 def looks_like_lm_eval_04(path: Path) -> bool:

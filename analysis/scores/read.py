@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.base.input_file import input_problem
 from analysis.scores.harness_json import read_lm_eval_harness
 from analysis.scores.lm_eval import looks_like_lm_eval_04, read_lm_eval_04
 from analysis.scores.schema import ACCEPTED_FORMATS, ScoreTableError
@@ -20,6 +21,32 @@ from analysis.scores.task_info import TaskInfo
 from analysis.scores.validate import LoadReport
 
 IGNORED_OPTIONS_NOTE = "task_info/tokens_per_step ignored: they apply to lm-evaluation-harness input"
+_TABLE_SUFFIXES = (".parquet", ".csv")
+
+
+def check_score_path(path: Path) -> None:
+    """ScoreTableError unless `path` is a regular file or a folder of results, found without opening it.
+
+    A FIFO, device or socket would block or never end in open() (`analysis.base.input_file`); a symlink loop
+    would raise pathlib's RuntimeError; a folder named like a table (a dataset written in parts, `x.parquet/`)
+    would be searched for lm-evaluation-harness JSON and reported as holding none, which says nothing of the parts.
+    """
+    problem = input_problem(path, what="score table", folders=True)
+    if problem is not None:
+        raise ScoreTableError(problem)
+    if not path.exists():
+        raise ScoreTableError(f"{path}: no such file or directory; expected {ACCEPTED_FORMATS}")
+    suffix = path.suffix.lower()
+    if suffix in _TABLE_SUFFIXES and path.is_dir():
+        merge = (
+            f"python -c \"import polars as pl; pl.scan_parquet('{path}/**/*.parquet').sink_parquet('merged.parquet')\""
+            if suffix == ".parquet"
+            else f"python -c \"import polars as pl; pl.scan_csv('{path}/**/*.csv').sink_csv('merged.csv')\""
+        )
+        raise ScoreTableError(
+            f"{path} is a directory (a table written in parts?), not one {suffix} file; a score table is one file; "
+            f"fix: give one {suffix} file, e.g. its parts merged with `{merge}`"
+        )
 
 
 def read_scores(
@@ -36,8 +63,7 @@ def read_scores(
     anything else JSON by the v0 reader (`read_lm_eval_harness`).
     """
     path = Path(path)
-    if not path.exists():
-        raise ScoreTableError(f"{path}: no such file or directory; expected {ACCEPTED_FORMATS}")
+    check_score_path(path)
     if path.is_dir() or path.suffix == ".json":
         if looks_like_lm_eval_04(path):
             return read_lm_eval_04(

@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 
-from analysis.scores.read import IGNORED_OPTIONS_NOTE, read_scores
+from analysis.scores.read import IGNORED_OPTIONS_NOTE, check_score_path, read_scores
 from analysis.scores.schema import ScoreTableError
 from analysis.scores.task_info import TaskInfo
 from analysis.scores.validate import (
@@ -190,6 +190,7 @@ def open_scores(
     is read and validated in memory once (`read_scores`, with its messages and notes) and written in task order to
     a temporary parquet file, removed on exit; its scan carries that load report."""
     path = Path(path)
+    check_score_path(path)  # by stat, before any open: a FIFO would block, a symlink loop raise RuntimeError
     if path.suffix.lower() == ".parquet" and path.is_file() and _streamable(path):
         with ScoreScan.open(path) as scan:
             if task_info is not None or tokens_per_step is not None:

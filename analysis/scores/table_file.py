@@ -17,6 +17,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.base.encoding import TextEncodingError, check_user_text_file
+from analysis.base.input_file import input_problem
 from analysis.scores.schema import ACCEPTED_FORMATS, MAX_EXAMPLES, ScoreTableError
 from analysis.scores.validate import LoadReport, require_rows, validate
 
@@ -111,6 +112,9 @@ def read_table_file(path: Path) -> tuple[pl.DataFrame, LoadReport]:
     supported source, lm-evaluation-harness output included)."""
     if path.suffix.lower() not in {".parquet", ".csv"}:
         raise ScoreTableError(f"{path}: unknown format '{path.suffix}'; expected {ACCEPTED_FORMATS}")
+    problem = input_problem(path, what="score table")  # a FIFO blocks in open(), a CSV one is drained by the first
+    if problem is not None:
+        raise ScoreTableError(problem)
     raw = _read_table(path)
     frame, report = validate(raw, source=str(path))
     require_rows(frame.height, report, raw.height)

@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.base.encoding import TextEncodingError, check_user_text_file
+from analysis.base.input_file import input_problem
 from analysis.base.names import control_character_problem
 from analysis.scores.schema import NO_BASELINE_NOTE, ScoreTableError, fmt
 
@@ -77,7 +78,12 @@ _TASK_INFO_COLUMNS = ("task", "benchmark", "language", "category", "formulation"
 
 
 def read_task_info(path: Path) -> dict[str, TaskInfo]:
-    """Task info from a CSV with columns task,benchmark,language,category,formulation,random_baseline."""
+    """Task info from a CSV with columns task,benchmark,language,category,formulation,random_baseline.
+
+    The path is checked before it is opened: a FIFO would block the read (`analysis.base.input_file`)."""
+    problem = input_problem(path, what="task-info CSV")
+    if problem is not None:
+        raise ScoreTableError(problem)
     try:
         check_user_text_file(path)
         frame = pl.read_csv(path, infer_schema=False)

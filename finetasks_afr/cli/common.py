@@ -86,6 +86,21 @@ def require_model_location(value: str, option: str) -> str:
     return value
 
 
+def require_scores_input(scores: Path | None) -> None:
+    """The named error (exit 2) unless `scores` is a regular file or a folder, found by stat before anything opens or
+    resolves it: a FIFO would block open() past Ctrl-C, a symlink loop would raise pathlib's RuntimeError in the
+    first `resolve()` (`analysis.scores.read.check_score_path`). None (the bundled sweep) passes."""
+    from analysis.scores.read import check_score_path
+    from analysis.scores.schema import ScoreTableError
+
+    if scores is None:
+        return
+    try:
+        check_score_path(scores)
+    except ScoreTableError as error:
+        raise fail(str(error)) from None
+
+
 def output_dir_problem(path: Path, option: str = "--out") -> str | None:
     """Why `path` cannot be (or become) a writable output directory, or None when it can.
 
@@ -249,6 +264,7 @@ __all__ = [
     "require_analysis_out",
     "require_output_dir",
     "require_output_file",
+    "require_scores_input",
     "waiting_note",
     "write_failure",
     "wrote_line",

@@ -26,7 +26,7 @@ def write(tmp_path: Path, text: str) -> Path:
         ("[non_random]\nsigma = -3", r"\[non_random\] sigma must be >= 0, got -3\.0"),
         ("[snr]\nddof = 5", r"\[snr\] ddof must be in \[0, 1\], got 5"),
         ("[snr]\nmin = nan", r"\[snr\] min must be >= 0, got nan"),
-        ("[bootstrap]\nn = 0", r"\[bootstrap\] n must be >= 1, got 0"),
+        ("[bootstrap]\nn = 0", r"\[bootstrap\] n must be in \[1, 10,000\], got 0"),
         ("[bootstrap]\nconfidence = 1.5", r"\[bootstrap\] confidence must be in \(0, 1\), got 1\.5"),
         ("[decision]\nearly_fraction = 1", r"\[decision\] early_fraction must be in \(0, 1\), got 1\.0"),
         ("[consistency]\nmin_runs = 1", r"\[consistency\] min_runs must be >= 2, got 1"),
@@ -73,3 +73,49 @@ def test_the_cli_prints_the_section_name(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "[snr] ddof must be in [0, 1], got 5" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    ("text", "needles"),
+    [
+        # an out-of-memory message that did not name the key (issue 53)
+        ("[bootstrap]\nn = 1_000_000_000", ["[bootstrap] n", "got 1000000000", "10,000", "memory and time"]),
+        # a traceback inside numpy
+        ("[bootstrap]\nn = 9223372036854775807", ["[bootstrap] n", "got 9223372036854775807", "10,000"]),
+        # a polars traceback: the steps and tokens it is compared with are 64-bit
+        ("[consistency]\nmin_tokens = 100_000_000_000_000_000_000", ["min_tokens", "9,223,372,036,854,775,807"]),
+        ("[monotonicity]\nstep_max = 9223372036854775808", ["step_max", "64-bit"]),
+        ("[separation]\nlast_checkpoints = 9223372036854775808", ["last_checkpoints", "64-bit"]),
+        ("[bootstrap]\nseed = 18446744073709551616", ["[bootstrap] seed", "64-bit"]),
+    ],
+)
+def test_values_past_their_upper_bound_name_key_value_bound_and_fix(
+    tmp_path: Path, text: str, needles: list[str]
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    message = str(caught.value)
+    assert message.startswith(str(path)) and "fix: set a value in [" in message and "omit the key" in message
+    for needle in needles:
+        assert needle in message, (needle, message)
+
+
+def test_every_integer_key_has_an_upper_bound() -> None:
+    """A key added later without a bound would let a huge value through to numpy or polars."""
+    from dataclasses import fields
+
+    from analysis.config import _RANGES, Config
+
+    config = Config()
+    integers = [
+        f"{section.name}.{key.name}"
+        for section in fields(config)
+        for key in fields(getattr(config, section.name))
+        if key.type in ("int", "int | None")
+    ]
+    assert integers and all(_RANGES[name].high is not None for name in integers), integers
+
+
+def test_the_largest_bootstrap_draw_count_loads(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "[bootstrap]\nn = 10_000\n")).bootstrap.n == 10_000
