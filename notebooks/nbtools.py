@@ -8,12 +8,19 @@ The kernel is the interpreter running this script (a kernel spec written to a te
 at `sys.executable`), so a notebook always runs in the project's virtual environment, whatever
 "python3" kernel Jupyter would otherwise find. Headless runs send `allow_stdin=False`, which
 `analysis.explore.is_live_frontend` reads: the notebooks then draw static figures instead of widgets.
+
+Everything the kernel needs on disk (its spec, its connection file with the session's HMAC key, its sockets) lies in
+one private temporary folder that is removed after the run, so `$TMPDIR` is left as found. A cell that raises one
+of the project's named errors (a score table that cannot be read, a bad configuration: `NAMED_ERRORS`) ends the run
+with that message alone on stderr and exit code 2, as every `finetasks-afr` command does; any other error is a bug
+of the notebook, shown with its traceback (exit 1).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -22,11 +29,33 @@ import nbformat
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 KERNEL_NAME = "finetasks-afr-venv"
 # Metadata that executing or editing adds and that must not be committed.
 _CELL_METADATA = ("execution", "collapsed", "scrolled", "ExecuteTime")
 _NOTEBOOK_METADATA = ("widgets",)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the colour codes of IPython's tracebacks
+
+
+def named_errors() -> frozenset[str]:
+    """The class names of the errors the project raises for what a notebook is given (the table, the
+    configuration, an output folder), each with a message that names the file and the fix (the CLI prints them
+    alone): a notebook cell raising one ends the run with its message only. Imported only once a cell failed."""
+    from analysis.base.io import OutputDirectoryError
+    from analysis.config import ConfigError
+    from analysis.scores.schema import ScoreTableError
+
+    errors = (ScoreTableError, ConfigError, OutputDirectoryError)
+    return frozenset(error.__name__ for error in errors)
+
+
+class NotebookError(Exception):
+    """A notebook could not be run; `code` is the exit status (2: a named error of the user's input, 1: a bug)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def venv_kernel_manager(spec_root: Path) -> KernelManager:
@@ -40,12 +69,21 @@ def venv_kernel_manager(spec_root: Path) -> KernelManager:
     }
     (spec_dir / "kernel.json").write_text(json.dumps(spec), encoding="utf-8")
     specs = KernelSpecManager(kernel_dirs=[str(spec_root / "kernels")])
-    # Unix sockets in the temporary directory instead of localhost TCP: nothing to eavesdrop on, no port.
-    return KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs, transport="ipc", ip=str(spec_root / "ipc"))
+    # Unix sockets in the temporary directory instead of localhost TCP: nothing to eavesdrop on, no port. The
+    # connection file (the sockets and the HMAC key of the session) goes there too: left to jupyter_client, it is a
+    # mkstemp file in $TMPDIR that outlives the run.
+    return KernelManager(
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=specs,
+        transport="ipc",
+        ip=str(spec_root / "ipc"),
+        connection_file=str(spec_root / "connection.json"),
+    )
 
 
 def execute(notebook: nbformat.NotebookNode, cwd: Path, timeout: int = 600) -> nbformat.NotebookNode:
-    """Execute `notebook` in place with the venv kernel, in `cwd`; raises CellExecutionError on an error."""
+    """Execute `notebook` in place with the venv kernel, in `cwd`; raises CellExecutionError on an error. The
+    kernel's files live in a private temporary folder, removed when the kernel has ended."""
     with tempfile.TemporaryDirectory(prefix="nbkernel-") as spec_root:
         client = NotebookClient(
             notebook,
@@ -53,7 +91,9 @@ def execute(notebook: nbformat.NotebookNode, cwd: Path, timeout: int = 600) -> n
             timeout=timeout,
             resources={"metadata": {"path": str(cwd)}},
         )
-        client.execute()
+        # nbclient shuts down only a kernel whose manager it made: ours it would leave running until this process
+        # ends (it then says "Parent appears to have exited" on stderr), still using the folder removed below.
+        client.execute(cleanup_kc=True)
     return notebook
 
 
@@ -83,6 +123,21 @@ def unstripped(notebook: nbformat.NotebookNode) -> list[str]:
     return problems
 
 
+def cell_failure(path: Path, notebook: nbformat.NotebookNode, error: CellExecutionError) -> NotebookError:
+    """The error to end with for a cell that raised: a named error's message alone (exit 2), else the traceback,
+    without its colour codes off a terminal, then the cell and the exception (exit 1)."""
+    cell = next(
+        (index for index, cell in enumerate(notebook.cells)
+         if any(output.get("output_type") == "error" for output in cell.get("outputs", []))),
+        None,
+    )  # fmt: skip
+    where = f"{path}" + (f", cell {cell}" if cell is not None else "")
+    if error.ename in named_errors():
+        return NotebookError(f"{error.evalue} ({where})", code=2)
+    traceback = str(error) if sys.stderr.isatty() else _ANSI.sub("", str(error))
+    return NotebookError(f"{traceback.rstrip()}\n{where} raised {error.ename}: {error.evalue}", code=1)
+
+
 def _write(notebook: nbformat.NotebookNode, path: Path) -> None:
     """Write atomically (analysis.base.io), so an interrupted run never leaves half a notebook."""
     from analysis.base.io import atomic_write_text
@@ -97,12 +152,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("out/notebooks"), help="run: folder for executed copies")
     parser.add_argument("--timeout", type=int, default=600, help="run: seconds per cell")
     args = parser.parse_args(argv)
+    try:
+        return _act(args)
+    except NotebookError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.code
+
+
+def _act(args: argparse.Namespace) -> int:
     failed = 0
     for path in args.notebooks:
-        notebook = nbformat.read(path, as_version=4)
+        try:
+            notebook = nbformat.read(path, as_version=4)
+        except OSError as error:
+            raise NotebookError(
+                f"{path} could not be read ({error.strerror or error}); give a notebook file", 2
+            ) from None
         if args.action == "run":
             target = args.out / path.name
-            execute(notebook, path.resolve().parent, args.timeout)
+            try:
+                execute(notebook, path.resolve().parent, args.timeout)
+            except CellExecutionError as error:
+                raise cell_failure(path, notebook, error) from None
             _write(notebook, target)
             print(f"executed {path} -> {target}")
         elif args.action == "strip":
