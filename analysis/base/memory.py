@@ -88,15 +88,53 @@ OUT_OF_MEMORY_TEXTS = (
     "could not spawn threads",  # polars' thread pool: each thread reserves its stack in the address space
     "Cannot allocate memory",  # ENOMEM
 )
+MAPPING_TEXTS = (
+    "failed to map segment",  # the dynamic loader could not map a shared library (an ImportError at import time)
+    "cannot map zero-fill pages",  # the same, for the library's zero-filled data
+)
+"""An address-space limit reached while an import loads a compiled module (`regex`, torch, polars): the loader's
+mmap fails and Python raises ImportError, which reads like a broken install; it is memory (`export` under `ulimit -v
+2500000`, issue 53)."""
+_CHAIN_DEPTH = 5  # causes followed: transformers re-raises a failed import as RuntimeError("Failed to import ...")
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """`error` and the exceptions it was raised from or while handling, nearest first (at most `_CHAIN_DEPTH`)."""
+    chain = [error]
+    while len(chain) < _CHAIN_DEPTH:
+        behind = chain[-1].__cause__ or chain[-1].__context__
+        if behind is None or behind in chain:
+            break
+        chain.append(behind)
+    return chain
+
+
+def _failed_mapping(error: BaseException) -> BaseException | None:
+    """The ImportError (or OSError) in `error`'s chain that says a shared library could not be mapped, or None."""
+    for link in _chain(error):
+        if isinstance(link, ImportError | OSError) and any(text in str(link) for text in MAPPING_TEXTS):
+            return link
+    return None
 
 
 def is_out_of_memory(error: BaseException) -> bool:
-    """An exception that means an allocation failed: MemoryError, torch's CPU or CUDA out-of-memory errors, and a
-    polars panic (`pyo3_runtime.PanicException`, a BaseException) that could not allocate or start its threads."""
-    if isinstance(error, MemoryError):
+    """An exception that means an allocation failed: MemoryError, torch's CPU or CUDA out-of-memory errors, a
+    polars panic (`pyo3_runtime.PanicException`, a BaseException) that could not allocate or start its threads, and
+    an import whose shared library could not be mapped (`MAPPING_TEXTS`, also behind a re-raise)."""
+    if isinstance(error, MemoryError) or _failed_mapping(error) is not None:
         return True
     text = f"{type(error).__name__}: {error}"
     return any(needle.lower() in text.lower() for needle in OUT_OF_MEMORY_TEXTS)
+
+
+def how_it_ended(error: BaseException) -> str:
+    """How a command that ran out of memory ended, for `out_of_memory_message`: an import that could not map its
+    library says which library, since "raised ImportError" alone reads like a broken install."""
+    mapping = _failed_mapping(error)
+    if mapping is not None:
+        library = str(mapping).strip().split(":", 1)[0]
+        return f"raised {type(error).__name__}: it could not map the shared library {library} into memory"
+    return f"raised {type(error).__name__}"
 
 
 def out_of_memory_message(ended: str, limits: list[MemoryLimit]) -> str:

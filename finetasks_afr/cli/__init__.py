@@ -20,6 +20,7 @@ from analysis.base.memory import (
     SUPERVISED_ENV,
     MemoryLimit,
     below_floor,
+    how_it_ended,
     is_out_of_memory,
     memory_limits,
     out_of_memory_message,
@@ -55,7 +56,7 @@ def main() -> None:
         except BaseException as error:  # typer re-raises what a command did not handle; a polars panic is a
             if isinstance(error, KeyboardInterrupt | SystemExit) or not is_out_of_memory(error):  # BaseException
                 raise
-            print(f"error: {out_of_memory_message(f'raised {type(error).__name__}', limits)}", file=sys.stderr)
+            print(f"error: {out_of_memory_message(how_it_ended(error), limits)}", file=sys.stderr)
             raise SystemExit(2) from None
 
     run_interruptible(run)

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis.base.memory import ADDRESS_SPACE_FLOOR, cgroup_memory_limit, out_of_memory_message
+from analysis.base.memory import (
+    ADDRESS_SPACE_FLOOR,
+    cgroup_memory_limit,
+    how_it_ended,
+    is_out_of_memory,
+    out_of_memory_message,
+)
 from analysis.base.processes import supervise
 from finetasks_afr.data.bundled import BUNDLED_SWEEP
 
@@ -138,3 +144,44 @@ def test_the_cgroup_limit_is_read_from_v2_or_v1_and_unlimited_is_none(tmp_path: 
     v1.write_text("9223372036854771712\n")  # cgroup v1's "unlimited"
     assert cgroup_memory_limit((tmp_path / "absent", v1)) is None
     assert cgroup_memory_limit((tmp_path / "absent",)) is None
+
+
+MAPPING_FAILURE = (
+    "/work/main/.venv/lib/python3.11/site-packages/regex/_regex.cpython-311-x86_64-linux-gnu.so: failed to map "
+    "segment from shared object"
+)
+
+
+def test_an_import_whose_library_cannot_be_mapped_is_out_of_memory() -> None:
+    """Under `ulimit -v 2500000`, `export` ended with "ImportError: ..._regex...so: failed to map segment from shared
+    object" (issue 53): the loader's mmap failed, which is the address-space limit, not a broken install."""
+    assert is_out_of_memory(ImportError(MAPPING_FAILURE))
+    try:  # transformers re-raises a failed import in its own words
+        try:
+            raise ImportError(MAPPING_FAILURE)
+        except ImportError as error:
+            raise RuntimeError("Failed to import transformers.models.auto") from error
+    except RuntimeError as wrapped:
+        assert is_out_of_memory(wrapped)
+        assert "_regex.cpython-311-x86_64-linux-gnu.so into memory" in how_it_ended(wrapped)
+    assert not is_out_of_memory(ImportError("No module named 'regex'"))  # a missing package stays what it is
+    assert how_it_ended(ValueError("x")) == "raised ValueError"
+
+
+@pytest.mark.slow  # a Python that loads the command line: about 3 s
+def test_an_import_that_cannot_map_its_library_inside_a_command_is_named() -> None:
+    script = textwrap.dedent(
+        f"""
+        import finetasks_afr.cli.application as application
+        from finetasks_afr.cli import main
+
+        def app():  # a command's import under the limit
+            raise ImportError({MAPPING_FAILURE!r})
+
+        application.app = app
+        main()
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], env=ENV, capture_output=True, text=True, timeout=120)
+    assert_named(result, "out of memory: the command raised ImportError: it could not map the shared library")
+    assert "ImportError:" not in result.stderr.replace("raised ImportError:", "")
