@@ -223,8 +223,8 @@ def make_small_random_table(
     """A tiny irregular table for property and equivalence tests.
 
     Contains, depending on `rng_seed`: runs missing some steps, a single run, single-seed runs with a
-    null seed, a null seed among numbered seeds, scores rounded to a coarse grid (ties), constant series
-    and constant metrics, `bits_per_byte` (lower is better, baseline 8.0, unbounded, null stderr), and
+    null seed (never a null seed among numbered ones: the loader refuses that mix), scores rounded to a coarse
+    grid (ties), constant series and constant metrics, `bits_per_byte` (lower is better, baseline 8.0, unbounded, null stderr), and
     tasks whose tokens are all null. Steps are multiples of 2000 (tokens = step * 1,048,576, so the 15B
     token threshold falls in the middle of a 12-step grid).
     """
@@ -259,7 +259,7 @@ def make_small_random_table(
         for r in range(n_runs):
             n_seeds = int(rng.integers(1, max_seeds + 1))
             seeds: list[int | None] = list(range(n_seeds))
-            if rng.random() < (0.5 if n_seeds == 1 else 0.2):
+            if rng.random() < (0.5 if n_seeds == 1 else 0.2) and n_seeds == 1:  # the draw kept: same tables else
                 seeds[0] = None
             for seed in seeds:
                 keep = rng.random(len(task_steps)) > 0.2

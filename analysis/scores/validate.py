@@ -242,6 +242,48 @@ def _check_nulls(frame: pl.DataFrame, source: str) -> None:
         raise_problems(source, problems)
 
 
+def _check_seed_nulls(frame: pl.DataFrame, source: str) -> None:
+    """Within one (run, task), either every row has a seed or none has.
+
+    A null seed is one replica of its own (docs/statistics.md), so one row without its seed among seeded rows is
+    not a gap but one more seed with one checkpoint: it changes the task's seed noise, hence its SNR and the metric
+    chosen for it, without a sign (a merged table, a producer that lost one value). Which seed the row belongs to
+    cannot be guessed, so it is an error naming the rows. A table whose run has no replicas has a null seed on
+    every row, which passes; the check costs nothing unless the seed column holds both nulls and values.
+    """
+    nulls = frame.get_column("seed").null_count()
+    if nulls in (0, frame.height):
+        return
+    mixed = (
+        frame.group_by("run", "task")
+        .agg(
+            pl.col("seed").is_null().any().alias("has_null"),
+            pl.col("seed").drop_nulls().unique().sort().alias("seeds"),
+        )
+        .filter(pl.col("has_null") & (pl.col("seeds").list.len() > 0))
+        .sort("run", "task")
+    )
+    if not mixed.height:
+        return
+    rows = frame.join(mixed.select("run", "task"), on=["run", "task"], how="semi").filter(pl.col("seed").is_null())
+    rows = rows.sort("run", "task", "step", "fewshot", "metric")
+    seeds = {(r, t): ", ".join(map(str, s)) for r, t, s in mixed.select("run", "task", "seeds").iter_rows()}
+    examples = [
+        f"{line} (its run and task have seed(s) {seeds[(row['run'], row['task'])]})"
+        for line, row in zip(render_rows(rows, ["step"]), rows.head(MAX_EXAMPLES).iter_rows(named=True), strict=True)
+    ]
+    what = (
+        f"(run, task) pair(s) have row(s) with a null seed beside rows with a seed ({rows.height:,} such row(s)): a "
+        "null seed is a replica of its own, so these rows would be one more seed and change the task's seed noise "
+        "(SNR) and the metric chosen for it"
+    )
+    fix = (
+        "give each of these rows the seed it was evaluated with, or remove it; a run without seed replicas has an "
+        "empty seed on every row of a task"
+    )
+    raise_problems(source, [problem(("run", "task", "seed"), mixed.height, what, examples, fix)])
+
+
 def _drop_nan_scores(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, list[str]]:
     """Apply the NaN policy: drop rows whose score is NaN, returning how many and a few keys."""
     nan = pl.col("score").is_nan()
@@ -744,6 +786,7 @@ def validate_partition(frame: pl.DataFrame, *, source: str, sort: bool = True) -
         frame, source, _metric_checks(values["metric"]) + _row_checks() + _optional_checks(frame.columns), values
     )
     _check_groups(frame, source, summaries)
+    _check_seed_nulls(frame, source)
     partial.checkpoints = (
         next(s for s in summaries if "tokens" in s.columns)
         .select("run", "seed", "step", pl.col("tokens").alias("tokens_low"), pl.col("tokens").alias("tokens_high"))
