@@ -96,7 +96,7 @@ def run_selection(
     as it was. The returned paths are the final ones under `out_dir`.
     """
     out_dir = Path(out_dir)
-    with output_directory(out_dir) as staging:
+    with output_directory(out_dir, "select") as staging:
         streamed = analyse_scan(
             scan, config, with_ci=True, partition_rows=partition_rows, workers=workers, progress=progress
         )
@@ -250,7 +250,7 @@ def run_aggregate(
     ranking.csv, language_scores.csv and aggregated_tasks.csv are built aside and swapped in whole, like
     `run_selection`'s output: a failed or killed run leaves the previous ranking untouched.
     """
-    with output_directory(Path(out_dir)) as staging:
+    with output_directory(Path(out_dir), "aggregate") as staging:
         result: AggregateResult | None = None
         if decisions is None:
             streamed = analyse_scan(scan, config, with_ci=False, partition_rows=partition_rows, workers=workers)
@@ -292,8 +292,9 @@ _OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv"
 
 
 @contextmanager
-def output_directory(out_dir: Path) -> Iterator[Path]:
-    """`staged_directory(out_dir)`, accepting an output of an older finetasks-afr (made before the marker).
+def output_directory(out_dir: Path, command: str) -> Iterator[Path]:
+    """`staged_directory(out_dir)` for `command` (its marker names it), accepting an output of an older
+    finetasks-afr (made before the marker; its owner is told by its files, `analysis.base.io.LEGACY_OUTPUTS`).
 
     A directory holding `decisions.csv` or `ranking.csv` and otherwise only names `select` or `aggregate`
     write is such an output (a resumed demo has one): it gets the marker and is replaced whole like any other.
@@ -307,7 +308,7 @@ def output_directory(out_dir: Path) -> Iterator[Path]:
             ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
             if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
                 (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
-        with staged_directory(out_dir) as staging:
+        with staged_directory(out_dir, command=command) as staging:
             yield staging
 
 

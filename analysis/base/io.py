@@ -10,6 +10,12 @@ build succeeded, so `select --out DIR` after a `kill -9` shows DIR exactly as th
 as the new run made it; never new `decisions.csv` beside an old report, never stale `suites/` from an older table.
 Leftovers of a killed run (`.<name>.staging-*`, `.<name>.old-*`, `.<name>.*.tmp`) are removed by the next run.
 
+Owners: the marker of a staged directory (`OUTPUT_MARKER`) names the command that wrote it (`command: select`), and
+a directory is replaced only by that command: `export lm-eval --out SEL` never deletes the selection it reads, nor
+`aggregate --out` a `select` output. `check_output_directory` says why a target may not be replaced (a file, a
+user's folder, another command's output, the command's own input or a folder holding it) before any work starts,
+and `staged_directory` checks again under the lock.
+
 Writers: `output_lock` is the one lock of an output (a directory or a file), a `flock` on `.<name>.lock` beside it
 that records who holds it. Every writer of an analysis output holds it, and staging recovery runs only under it,
 so a second writer never deletes the staging folder of a live one: it waits, saying who it waits for.
@@ -27,7 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -36,7 +42,17 @@ from analysis.base.memory import LOCK_LEDGER_ENV
 
 TMP_SUFFIX = ".tmp"
 OUTPUT_MARKER = ".finetasks-afr-output"
-"""The file that marks a directory as made by `staged_directory`: only such a directory is ever replaced."""
+"""The file that marks a directory as made by `staged_directory`, naming the command that made it on a line
+`command: <name>`: only such a directory is ever replaced, and only by that command."""
+_COMMAND_LINE = re.compile(r"^command: (.+)$", re.MULTILINE)
+LEGACY_OUTPUTS: tuple[tuple[str, str], ...] = (
+    ("select", "decisions.csv"),
+    ("aggregate", "ranking.csv"),
+    ("export lm-eval", "README.md"),
+)
+"""How the owner of a directory is told when its marker names no command (written by a finetasks-afr before
+markers named one, or adopted as an older output): the command of the first of these files it holds. Order
+matters: a `select` output holds a ranking.csv too, and only `select` writes decisions.csv."""
 
 
 class OutputDirectoryError(ValueError):
@@ -400,8 +416,73 @@ def _recover(target: Path) -> None:
         _remove(leftover)
 
 
+def output_owner(directory: Path) -> str | None:
+    """The command that wrote `directory`, as its marker names it; for a marker that names none (an older
+    finetasks-afr, or an adopted older output), the command whose files it holds (`LEGACY_OUTPUTS`). None when it
+    has no marker, or an unnamed one over files no command is known to write."""
+    marker = Path(directory) / OUTPUT_MARKER
+    try:
+        text = marker.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    if found := _COMMAND_LINE.search(text):
+        return found.group(1).strip()
+    return next((command for command, sign in LEGACY_OUTPUTS if (Path(directory) / sign).exists()), None)
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def check_output_directory(target: Path, command: str, inputs: Iterable[Path] = ()) -> None:
+    """Raise `OutputDirectoryError` when `command` may not replace `target` whole; a check without side effects.
+
+    Refused, each with the fix: a file; a folder holding files finetasks-afr did not write (no marker); another
+    command's output (`output_owner`), which that command alone replaces; a target equal to one of `inputs`, inside
+    one (the next run of the command that owns the input would delete it), or holding one (replacing it deletes
+    the input). A marker naming no command and no known files (an older output's marker over unknown files) is
+    refused too: its owner cannot be told. Commands call it before any work, and `staged_directory` under the lock.
+    """
+    target = _real(target) if Path(target).is_symlink() else Path(target)
+    if target.exists() and not target.is_dir():
+        raise OutputDirectoryError(f"{target} is a file, not a directory; choose a directory path")
+    real = _real(target)
+    for given in inputs:
+        source = _real(given)
+        if real == source:
+            relation = f"is the input {given} itself"
+        elif real.is_relative_to(source):
+            relation = f"lies inside the input {given}"
+        elif source.is_relative_to(real):
+            relation = f"holds the input {given}, and the output directory is replaced whole"
+        else:
+            continue
+        raise OutputDirectoryError(
+            f"{target} {relation}; nothing was written. Choose an --out that neither is, lies in, nor holds an input"
+        )
+    if not target.is_dir() or not any(target.iterdir()):
+        return
+    if not (target / OUTPUT_MARKER).is_file():
+        raise OutputDirectoryError(
+            f"{target} already holds files that finetasks-afr did not write (no {OUTPUT_MARKER} in it), and "
+            "the output directory is replaced whole; choose a new or empty directory"
+        )
+    owner = output_owner(target)
+    if owner is None:
+        raise OutputDirectoryError(
+            f"{target} was written by an older finetasks-afr whose marker ({OUTPUT_MARKER}) does not say which "
+            f"command wrote it, and it holds none of the files that tell; `finetasks-afr {command}` replaces only "
+            f"its own outputs. Choose another --out, or remove {target} yourself if nothing in it is needed"
+        )
+    if owner != command:
+        raise OutputDirectoryError(
+            f"{target} is the output of `finetasks-afr {owner}`, which only `finetasks-afr {owner}` replaces; "
+            f"`finetasks-afr {command}` would delete it. Choose another --out (a new or empty directory)"
+        )
+
+
 @contextlib.contextmanager
-def staged_directory(target: Path) -> Iterator[Path]:
+def staged_directory(target: Path, *, command: str, inputs: Iterable[Path] = ()) -> Iterator[Path]:
     """Yield an empty staging directory; on success it replaces `target` whole, on failure it is deleted.
 
     The swap is two renames (old target aside, staging in), then the old copy is deleted; `recover_directory` at
@@ -409,29 +490,30 @@ def staged_directory(target: Path) -> Iterator[Path]:
     `output_lock(target)` (waiting for another writer of `target` first), so two runs into one directory replace
     it one after the other instead of deleting each other's staging folders.
 
-    `target` must be absent, empty, or a directory this function made (it holds `OUTPUT_MARKER`): a user's own
-    folder is never replaced. A `target` that is a symbolic link stays one: its target directory is the one built
-    and swapped.
+    `target` must be absent, empty, or a directory `command` made (its `OUTPUT_MARKER` names `command`), and apart
+    from `inputs` (`check_output_directory`): a user's own folder, another command's output and the command's own
+    input are never replaced. The new marker names `command`. A `target` that is a symbolic link stays one: its
+    target directory is the one built and swapped.
     """
     target = Path(target)
     if target.is_symlink():  # write into the link's target: replacing the link would leave its target untouched
         target = Path(os.path.realpath(target))
-    if target.exists() and not target.is_dir():
-        raise OutputDirectoryError(f"{target} is a file, not a directory; choose a directory path")
+    inputs = list(inputs)
+    check_output_directory(target, command, inputs)
     target.parent.mkdir(parents=True, exist_ok=True)
     with output_lock(target):  # from recovery to swap: no other writer's recovery can delete the staging folder
         recover_directory(target)
-        if target.is_dir() and any(target.iterdir()) and not (target / OUTPUT_MARKER).is_file():
-            raise OutputDirectoryError(
-                f"{target} already holds files that finetasks-afr did not write (no {OUTPUT_MARKER} in it), and "
-                "the output directory is replaced whole; choose a new or empty directory"
-            )
+        check_output_directory(target, command, inputs)  # again: another writer may have written it meanwhile
         token = f"{os.getpid()}-{secrets.token_hex(4)}"
         staging = target.parent / f".{target.name}.staging-{token}"
         staging.mkdir()
         staging.chmod(0o777 & ~umask())
         try:
-            (staging / OUTPUT_MARKER).write_text("written by finetasks-afr; this directory is replaced whole\n")
+            (staging / OUTPUT_MARKER).write_text(
+                f"written by finetasks-afr {command}; this directory is replaced whole, by that command only\n"
+                f"command: {command}\n",
+                encoding="utf-8",
+            )
             yield staging
         except BaseException:
             _remove(staging)
@@ -447,6 +529,7 @@ def staged_directory(target: Path) -> Iterator[Path]:
 
 __all__ = [
     "DEFAULT_LOCK_WAIT",
+    "LEGACY_OUTPUTS",
     "LOCK_WAIT_ENV",
     "OUTPUT_MARKER",
     "OutputDirectoryError",
@@ -454,12 +537,14 @@ __all__ = [
     "atomic_write",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_output_directory",
     "fsync_directory",
     "holder_name",
     "lock_file",
     "lock_holder",
     "lock_wait",
     "output_lock",
+    "output_owner",
     "recover_directory",
     "remove_stale_temporaries",
     "safe_file_name",

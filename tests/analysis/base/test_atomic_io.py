@@ -80,9 +80,9 @@ def test_stale_temporaries_are_removed_and_nothing_else(tmp_path: Path) -> None:
 
 def test_staged_directory_swaps_in_all_new_content(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with staged_directory(out) as staging:
+    with staged_directory(out, command="test") as staging:
         (staging / "old.txt").write_text("old")
-    with staged_directory(out) as staging:
+    with staged_directory(out, command="test") as staging:
         (staging / "new.txt").write_text("new")
     assert sorted(p.name for p in out.iterdir()) == sorted([OUTPUT_MARKER, "new.txt"])
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
@@ -90,9 +90,9 @@ def test_staged_directory_swaps_in_all_new_content(tmp_path: Path) -> None:
 
 def test_a_failed_build_leaves_the_old_directory_untouched(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with staged_directory(out) as staging:
+    with staged_directory(out, command="test") as staging:
         (staging / "old.txt").write_text("old")
-    with pytest.raises(RuntimeError), staged_directory(out) as staging:
+    with pytest.raises(RuntimeError), staged_directory(out, command="test") as staging:
         (staging / "new.txt").write_text("new")
         raise RuntimeError("killed half way")
     assert sorted(p.name for p in out.iterdir()) == sorted([OUTPUT_MARKER, "old.txt"])
@@ -101,7 +101,7 @@ def test_a_failed_build_leaves_the_old_directory_untouched(tmp_path: Path) -> No
 
 def test_a_kill_between_the_two_renames_is_repaired_to_all_old(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    with staged_directory(out) as staging:
+    with staged_directory(out, command="test") as staging:
         (staging / "old.txt").write_text("old")
     out.replace(tmp_path / ".out.old-123-abcd")  # the first rename happened, the second did not
     (tmp_path / ".out.staging-123-abcd").mkdir()
@@ -112,7 +112,7 @@ def test_a_kill_between_the_two_renames_is_repaired_to_all_old(tmp_path: Path) -
 
 def test_a_user_s_own_folder_is_never_replaced(tmp_path: Path) -> None:
     (tmp_path / "thesis.tex").write_text("years of work")
-    with pytest.raises(OutputDirectoryError, match="did not write"), staged_directory(tmp_path):
+    with pytest.raises(OutputDirectoryError, match="did not write"), staged_directory(tmp_path, command="test"):
         pass
     assert (tmp_path / "thesis.tex").read_text() == "years of work"
 
@@ -120,11 +120,11 @@ def test_a_user_s_own_folder_is_never_replaced(tmp_path: Path) -> None:
 def test_an_empty_existing_directory_and_a_file_target(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with staged_directory(empty) as staging:
+    with staged_directory(empty, command="test") as staging:
         (staging / "a").write_text("a")
     assert (empty / "a").is_file()
     (tmp_path / "file").write_text("x")
-    with pytest.raises(OutputDirectoryError, match="is a file"), staged_directory(tmp_path / "file"):
+    with pytest.raises(OutputDirectoryError, match="is a file"), staged_directory(tmp_path / "file", command="test"):
         pass
 
 
@@ -148,7 +148,7 @@ def test_the_output_lock_sits_beside_the_output_names_its_holder_and_goes_with_i
     with output_lock(out) as path:
         assert path == tmp_path / ".out.lock"
         assert (lock_holder(path) or "").startswith(holder_name() + " (")
-        with output_lock(link), staged_directory(out) as staging:  # re-entrant within the process
+        with output_lock(link), staged_directory(out, command="test") as staging:  # re-entrant within the process
             (staging / "a").write_text("a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "out"], "the lock file was left"
 
@@ -167,7 +167,7 @@ def test_a_held_output_is_refused_naming_the_holder_after_the_wait(
         assert "waited 1 s" in str(caught.value) and isinstance(caught.value, OutputDirectoryError)  # exit 2
         assert len(notes) == 1 and f"{holder.pid}@" in notes[0] and "waiting" in notes[0], notes
         monkeypatch.setenv("FINETASKS_AFR_LOCK_WAIT", "0")
-        with pytest.raises(OutputLockedError, match="nothing was written"), staged_directory(out):
+        with pytest.raises(OutputLockedError, match="nothing was written"), staged_directory(out, command="test"):
             pass  # staged_directory takes the same lock
         assert not out.exists()
     finally:

@@ -56,7 +56,7 @@ LIVE_WRITER = """
 import sys, time
 from pathlib import Path
 from analysis.base.io import staged_directory
-with staged_directory(Path(sys.argv[1])) as staging:
+with staged_directory(Path(sys.argv[1]), command="select") as staging:
     (staging / "half.txt").write_text("being written\\n")
     print(staging, flush=True)
     time.sleep(300)
