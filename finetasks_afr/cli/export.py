@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from finetasks_afr.cli.common import console, fail, named_write_errors, require_output_dir
+from analysis.base.io import OutputDirectoryError
+from finetasks_afr.cli.common import console, fail, named_write_errors, output_failure, require_output_dir
 
 export_app = typer.Typer(no_args_is_help=True)
 
@@ -23,11 +24,13 @@ def lm_eval_command(
     from finetasks_afr.export.lm_eval import ExportError, export_lm_eval
 
     require_output_dir(out)
-    try:
+    try:  # the decisions and --out (a user's folder, another command's output, the selection) are checked first
         with named_write_errors(out, kept="the previous folder"):
             result = export_lm_eval(selection, out)
     except (DecisionsError, ExportError) as error:
         raise fail(str(error)) from error
+    except OutputDirectoryError as error:
+        raise output_failure(out, error) from error
     rendered = sum(1 for task in result.tasks if task.rows)
     console.print(
         f"[green]wrote[/] {escape(str(out))}: {rendered} task(s) rendered, "

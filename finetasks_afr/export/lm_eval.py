@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,8 +41,11 @@ from typing import Any
 
 import polars as pl
 
-from analysis.base.io import atomic_write_text, staged_directory
+from analysis.base.io import atomic_write_text, check_output_directory, staged_directory
+from analysis.base.write_errors import refused_write
 from analysis.scores.lm_eval import FEWSHOT_IN_CONTEXT, afrobench_task_info
+from analysis.scores.metrics import known_metric_help, metric_info
+from analysis.scores.schema import problem
 from analysis.select import read_decisions
 
 NEAREST = {"acc": "acc", "acc_norm": "acc_norm", "acc_norm_token": "acc_norm", "acc_norm_pmi": "acc_mutual_info"}
@@ -57,6 +61,12 @@ GENERATIVE_METRICS = ("chrf++",)
 """Generative metrics exported exactly through the folder's utils.py (besides F1 and prefix match, per language)."""
 UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
 """Copied into every export as its utils.py: the documents' loader and the metrics lm-eval has not."""
+COMMAND = "export lm-eval"
+"""The command its output marker names (`analysis.base.io.OUTPUT_MARKER`): no other command replaces the folder,
+and it replaces no other command's."""
+MAX_FEWSHOT = 100
+"""The most few-shot examples a kept task may name: the suite's tasks use at most 25, and a larger count (a typo,
+a unit error) would render contexts no model's window holds, or fail only after minutes of rendering."""
 
 
 class ExportError(ValueError):
@@ -94,13 +104,16 @@ def export_lm_eval(selection: Path, out: Path) -> Export:
     and swapped in whole. The documents are read as this project's tasks read them (the mirror
     $FINETASKS_AFR_DATA_DIR names, or the hub)."""
     decisions_path = Path(selection) / "decisions.csv"
-    kept = read_decisions(decisions_path).filter(pl.col("kept"))
+    decisions = read_decisions(decisions_path)
+    check_decisions(decisions, decisions_path)
+    check_output_directory(Path(out), COMMAND, [Path(selection)])  # before the suite loads: it takes seconds
+    kept = decisions.filter(pl.col("kept"))
     tasks, skipped = _kept_tasks(kept)
     if not tasks:
         reasons = "; ".join(f"{name}: {why}" for name, why in sorted(skipped.items())[:5])
         raise ExportError(f"{decisions_path}: no kept task can be exported to lm-eval ({reasons})")
     groups, scope = _groups(tasks)
-    with staged_directory(Path(out)) as staging:
+    with staged_directory(Path(out), command=COMMAND, inputs=[Path(selection)]) as staging:
         for task in tasks:
             if task.rows:
                 _write_task(staging, task)
@@ -110,6 +123,43 @@ def export_lm_eval(selection: Path, out: Path) -> Export:
             atomic_write_text(staging / f"{group}.yaml", _group_yaml(group, members, scope[group]))
         atomic_write_text(staging / "README.md", _readme(Path(out), tasks, groups, skipped))
     return Export(Path(out), tasks, groups, skipped)
+
+
+def check_decisions(decisions: pl.DataFrame, path: Path) -> None:
+    """`ExportError` naming every problem of a decisions file `read_decisions` accepted but an export cannot take,
+    each with its lines and fix, as a score table's problems are worded: a task kept more than once (its files
+    would be written twice, its group would list it twice), a few-shot count below 0 or above `MAX_FEWSHOT`
+    (written into the task's metadata, it would file collected scores under `task|-1`), a metric the analysis does
+    not know."""
+    numbered = decisions.with_row_index("line", offset=2)  # line 1 is the header
+    kept = numbered.filter(pl.col("kept"))
+    twice = kept.filter(pl.col("task").is_duplicated())
+    fewshot = numbered.filter((pl.col("fewshot") < 0) | (pl.col("fewshot") > MAX_FEWSHOT))
+    metrics = numbered.get_column("metric").to_list()
+    unknown = numbered.filter(pl.Series([m is None or metric_info(m) is None for m in metrics], dtype=pl.Boolean))
+    problems = []
+    if not twice.is_empty():
+        problems.append(problem(("task", "kept"), twice.height, "kept row(s) keep a task more than once", _lines(twice),
+                                "keep one (fewshot, metric) per task: set kept=false on the others, as `select` "
+                                "writes it"))  # fmt: skip
+    if not fewshot.is_empty():
+        problems.append(problem(("fewshot",), fewshot.height, f"row(s) have a fewshot outside 0..{MAX_FEWSHOT}",
+                                _lines(fewshot), "write the number of few-shot examples the task was scored with "
+                                "(a whole number from 0)"))  # fmt: skip
+    if not unknown.is_empty():
+        fix = f"write the metric as the score table names it; {known_metric_help()}"
+        problems.append(problem(("metric",), unknown.height, "row(s) name a metric the analysis does not know",
+                                _lines(unknown), fix))  # fmt: skip
+    if len(problems) == 1:
+        raise ExportError(f"decisions file {path}: {problems[0]}")
+    if problems:
+        body = "\n".join(f"- {p}" for p in problems)
+        raise ExportError(f"decisions file {path}: {len(problems)} problems:\n{body}")
+
+
+def _lines(rows: pl.DataFrame) -> list[str]:
+    return [f"line {r['line']}: task={r['task']} fewshot={r['fewshot']} metric={r['metric']} kept={r['kept']}"
+            for r in rows.rows(named=True)]  # fmt: skip
 
 
 def language_group(language: str) -> str:
@@ -154,6 +204,7 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
     from lighteval.tasks.prompt_manager import PromptManager
 
     from finetasks_afr.benchmarks import all_tasks
+    from finetasks_afr.data.sources import unreachable_tasks
     from finetasks_afr.tasks import TASK_INFO  # first: the suite's fixes and prompt words, which all_tasks needs
 
     # built anew, so the data come from the mirror $FINETASKS_AFR_DATA_DIR names now (--data-dir), not from where it
@@ -162,16 +213,49 @@ def _suite_tasks(rows: Iterable[Mapping[str, Any]]) -> tuple[list[ExportedTask],
     prompts = PromptManager(use_chat_template=False)
     tasks: list[ExportedTask] = []
     skipped: dict[str, str] = {}
+    rows = list(rows)
+    unreachable = unreachable_tasks({row["task"]: str(configs[row["task"]].hf_repo) for row in rows})
+    if unreachable:  # the hub is off and no mirror has them: said before any document is read
+        raise ExportError(f"the data of {len(unreachable)} kept task(s) cannot be read here: "
+                          + "; ".join(unreachable) + f". Fix: {_DATA_FIX}")  # fmt: skip
     for row in rows:
         name, fewshot, metric = row["task"], int(row["fewshot"]), row["metric"]
         config = dataclasses.replace(configs[name], num_fewshots=fewshot)
-        docs = LightevalTask(config).get_docs()
+        docs = _documents(LightevalTask(config), name, str(config.hf_repo), config.hf_subset)
         made = _render(name, TASK_INFO[name], metric, docs, prompts, [m.metric_name for m in config.metrics])
         if isinstance(made, str):
             skipped[name] = made
         else:
             tasks.append(dataclasses.replace(made, fewshot=fewshot))
     return tasks, skipped
+
+
+_DATA_FIX = (
+    "pass --data-dir with a mirror that holds these datasets and languages (`finetasks-afr --data-dir MIRROR "
+    "export lm-eval ...`; build one with `finetasks-afr data import-raw` from the raw releases, or `finetasks-afr "
+    "data mirror` where the hub is reachable), or set kept=false on those tasks"
+)
+
+
+def _documents(task: Any, name: str, location: str, subset: str | None) -> list[Any]:
+    """The task's documents; a dataset that cannot be read (no network, the hub off, a mirror missing the
+    language's files) is an `ExportError` naming the task, where its data was looked for and the fix. A write the
+    system refused (a full disk under the datasets cache) passes on to the command's write-error message."""
+    from finetasks_afr.data.sources import ScriptOnlyDatasetError, StaleMirrorError
+
+    try:
+        return list(task.get_docs())
+    except (ScriptOnlyDatasetError, StaleMirrorError) as error:  # their messages say the fix already
+        raise ExportError(f"{name}: {error}") from error
+    except OSError as error:  # FileNotFoundError, ConnectionError (the hub's OfflineModeIsEnabled among them)
+        if refused_write(error) is not None:
+            raise
+        where = f"{location}, config {subset}" if subset else location
+        said = (str(error).splitlines() or ["no message"])[0]
+        said = said.split(" with any supported extension")[0][:300]  # datasets lists ~150 extensions after it
+        raise ExportError(
+            f"{name}: its documents could not be read from {where} ({type(error).__name__}: {said}). Fix: {_DATA_FIX}"
+        ) from error
 
 
 def _render(name: str, info: Any, metric: str, docs: list[Any], prompts: Any, names: list[Any]) -> ExportedTask | str:
@@ -362,8 +446,8 @@ def _readme(out: Path, tasks: list[ExportedTask], groups: Mapping[str, list[str]
         "Written by `finetasks-afr export lm-eval`. Run with lm-eval 0.4 (this project need not be installed):",
         "",
         "```text",
-        f"lm_eval --model hf --model_args pretrained=<model> --include_path {out} --tasks {names} --log_samples "
-        "--output_path <results>",
+        f"lm_eval --model hf --model_args pretrained=<model> --include_path {shlex.quote(str(out))} --tasks "
+        f"{shlex.quote(names)} --log_samples --output_path <results>",
         "```",
         "",
         "`finetasks-afr collect <results>` reads the output back into a score table.",
