@@ -380,6 +380,31 @@ def _leftovers(target: Path) -> list[Path]:
     return [entry for entry in parent.iterdir() if entry.name.startswith(prefixes)]
 
 
+_RESERVED_FDS = 8
+"""Descriptors held aside while a directory is staged and let go just before its removal: removing a tree takes
+about two per level, and a run that failed for want of descriptors (EMFILE under a low `ulimit -n`, its files
+still held by the traceback) would otherwise leave its staging folder behind."""
+
+
+def _reserve_descriptors() -> list[int]:
+    """`_RESERVED_FDS` descriptors on /dev/null; the EMFILE of an opening that fails (after closing the others), so
+    that a run without room to clean up fails before it writes anything."""
+    reserved: list[int] = []
+    try:
+        for _ in range(_RESERVED_FDS):
+            reserved.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        _release(reserved)
+        raise
+    return reserved
+
+
+def _release(reserved: list[int]) -> None:
+    while reserved:
+        with contextlib.suppress(OSError):
+            os.close(reserved.pop())
+
+
 def _remove(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
@@ -506,9 +531,10 @@ def staged_directory(target: Path, *, command: str, inputs: Iterable[Path] = ())
         check_output_directory(target, command, inputs)  # again: another writer may have written it meanwhile
         token = f"{os.getpid()}-{secrets.token_hex(4)}"
         staging = target.parent / f".{target.name}.staging-{token}"
-        staging.mkdir()
-        staging.chmod(0o777 & ~umask())
+        reserved = _reserve_descriptors()  # room to remove the staging folder after a run that ran out of them
         try:
+            staging.mkdir()
+            staging.chmod(0o777 & ~umask())
             (staging / OUTPUT_MARKER).write_text(
                 f"written by finetasks-afr {command}; this directory is replaced whole, by that command only\n"
                 f"command: {command}\n",
@@ -516,8 +542,11 @@ def staged_directory(target: Path, *, command: str, inputs: Iterable[Path] = ())
             )
             yield staging
         except BaseException:
+            _release(reserved)
             _remove(staging)
             raise
+        finally:
+            _release(reserved)
         old = target.parent / f".{target.name}.old-{token}"
         if target.exists():
             target.replace(old)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import resource
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,11 @@ always the user's (free space, another place), so they become named errors."""
 ANYWHERE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 """Of those, the ones that only a write can meet (a read never fills a disk); EACCES and EPERM may be a read."""
 
+OPEN_FILES_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+"""The system refused to open one more file: this process's limit (`ulimit -n`) or the system's table is full. No
+fault of the folder written to, so "choose a writable directory" would send the user the wrong way."""
+
+_ENOUGH_FILES = 4096  # the open-file limit a fix suggests: ample for every command, workers' pipes included
 _OS_ERROR_IN_WORDS = re.compile(r"\(os error (\d+)\)")
 
 
@@ -57,6 +63,25 @@ def refused_write(error: BaseException, path: str | Path | None = None) -> OSErr
     return cause if cause is not None and cause.errno in REFUSED_WRITE_ERRNOS else None
 
 
+def too_many_open_files(error: BaseException) -> str | None:
+    """The cause and fix when `error` is (or wraps) EMFILE or ENFILE, else None: the process may hold no more open
+    files, a limit a command that writes many files (figures, suites, workers' pipes) can reach."""
+    cause = os_error_behind(error)
+    if cause is None or cause.errno not in OPEN_FILES_ERRNOS:
+        return None
+    if cause.errno == errno.ENFILE:
+        return "the system's table of open files is full (ENFILE); fix: close other programs, or raise fs.file-max"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard >= _ENOUGH_FILES:
+        how = f"`ulimit -n {_ENOUGH_FILES}`"
+    else:  # the hard limit is below: this shell cannot raise the soft one past it
+        how = f"`ulimit -n {hard}` at most in this shell (its hard limit), or a shell started with a higher one"
+    return (
+        f"too many open files (EMFILE): this process may hold {soft} (`ulimit -n`); fix: raise the limit, {how}, "
+        "and rerun"
+    )
+
+
 def _is_temporary_of(filename: object, path: Path) -> bool:
     name = Path(str(filename)).name
     return name.startswith(f".{path.name}.") and name.endswith(".tmp")
@@ -80,4 +105,12 @@ def writing(path: str | Path) -> Iterator[None]:
         raise
 
 
-__all__ = ["ANYWHERE_ERRNOS", "REFUSED_WRITE_ERRNOS", "os_error_behind", "refused_write", "writing"]
+__all__ = [
+    "ANYWHERE_ERRNOS",
+    "OPEN_FILES_ERRNOS",
+    "REFUSED_WRITE_ERRNOS",
+    "os_error_behind",
+    "refused_write",
+    "too_many_open_files",
+    "writing",
+]

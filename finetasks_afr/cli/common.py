@@ -20,7 +20,7 @@ from rich.table import Table
 
 from analysis.base.io import OutputDirectoryError
 from analysis.base.memory import is_out_of_memory, memory_limits, out_of_memory_message
-from analysis.base.write_errors import ANYWHERE_ERRNOS, os_error_behind, refused_write
+from analysis.base.write_errors import ANYWHERE_ERRNOS, os_error_behind, refused_write, too_many_open_files
 
 console = Console(stderr=True)
 TOKENS_PER_STEP_HELP = (
@@ -171,6 +171,8 @@ def output_failure(out: Path, error: OSError | OutputDirectoryError) -> typer.Ex
         return fail(f"--out: {error}")
     if is_out_of_memory(error) or getattr(os_error_behind(error), "errno", None) == errno.ENOMEM:
         return fail(out_of_memory_message(f"raised {type(error).__name__} ({error})", memory_limits()))
+    if (files := too_many_open_files(error)) is not None:  # the process's limit, not the folder: say so
+        return fail(f"--out {out} could not be written: {files}; nothing was replaced")
     return fail(f"--out {out} could not be written ({error}); nothing was replaced; choose a writable directory")
 
 
