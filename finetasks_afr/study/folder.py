@@ -78,7 +78,8 @@ def _type_name(hint: Any) -> str:
     if origin in (Union, types.UnionType):
         return " or ".join(_type_name(option) for option in get_args(hint))
     if origin is tuple:
-        return f"a list of {_type_name(get_args(hint)[0])}"
+        item = get_args(hint)[0]
+        return "a list of " + {int: "integers", float: "numbers", str: "strings"}.get(item, _type_name(item))
     if hint is type(None):
         return "null"
     return {int: "an integer", float: "a number", str: "a string"}.get(hint, "an object")
@@ -123,6 +124,8 @@ def recorded_sizes(record: Mapping[str, Any]) -> StudySizes:
 
 def _regular_file(path: Path) -> Path:
     """`path` when it is a regular file; a missing one, a folder, a FIFO or a device is a named error."""
+    if path.is_symlink() and not path.exists():
+        raise StudyFolderError(f"{path} is a link to nothing (a broken link, or a loop of links); link the real file")
     if not path.exists():
         raise StudyFolderError(
             f"{path} is missing: --reanalyse takes the folder of a finished study, holding its {SCORES} and "
@@ -169,8 +172,9 @@ def check_study_folder(folder: Path) -> StudyFolder:
     from analysis.scores.read import read_scores
 
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise StudyFolderError(f"--reanalyse {folder} is a file; pass the folder of a finished study (e.g. docs/study)")
+    if not folder.is_dir():
+        what = "is a file" if folder.exists() else "does not exist"
+        raise StudyFolderError(f"{folder} {what}; pass the folder of a finished study (e.g. docs/study)")
     scores_path = _regular_file(folder / SCORES)
     record_path = folder / RECORD
     record, sizes = read_record(record_path)

@@ -320,18 +320,22 @@ def _pid_alive(pid: int) -> bool:
 
 @contextmanager
 def _staged_outputs(out: Path) -> Iterator[Path]:
-    """A hidden staging folder beside `out` (`.<name>.reanalyse-<pid>-*`) for the block; on success its entries
-    (`REANALYSED`) replace theirs in `out` (a stale `aggregate/` goes when the new analysis ranked nothing), or it
-    becomes `out` when there was none; on any failure it is removed and `out` is untouched. A staging folder of a
-    killed run (its pid dead) is removed by the next."""
-    out = Path(out).absolute()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{out.name}{STAGING_INFIX}"
-    for leftover in out.parent.glob(f"{prefix}*-*"):
+    """A hidden staging folder for the block: inside `out` when it exists (`.reanalyse-<pid>-*`: no write beside it
+    is needed), else beside it (`.<name>.reanalyse-<pid>-*`). On success its entries (`REANALYSED`) replace theirs
+    in `out` (a stale `aggregate/` goes when the new analysis ranked nothing), or it becomes `out` when there was
+    none; on any failure it is removed and `out` is untouched. A staging folder of a killed run (its pid dead) is
+    removed by the next."""
+    out = Path(out).resolve()  # a link's target: the renames stay on its file system
+    if out.is_dir():
+        home, prefix = out, STAGING_INFIX
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        home, prefix = out.parent, f".{out.name}{STAGING_INFIX}"
+    for leftover in home.glob(f"{prefix}*-*"):
         pid = leftover.name[len(prefix) :].split("-", 1)[0]
         if pid.isdigit() and not _pid_alive(int(pid)):
             shutil.rmtree(leftover, ignore_errors=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=out.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=home))
     try:
         staging.chmod(0o777 & ~umask())  # as a plain mkdir would make it: it may become `out` itself
         yield staging

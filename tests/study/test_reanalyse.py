@@ -9,6 +9,7 @@ run in milliseconds and the one real analysis in a few seconds.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,7 @@ def test_a_truncated_record_is_named_and_nothing_is_copied(study: Path, tmp_path
     [
         (lambda record: record.pop("sizes"), "sizes is missing"),
         (lambda record: record["sizes"].pop("steps") and record["sizes"].pop("seq_len"), "sizes lacks seq_len"),
-        (lambda record: record["sizes"].update(mixes="mix-N"), 'sizes.mixes is "mix-N", not a list of a string'),
+        (lambda record: record["sizes"].update(mixes="mix-N"), 'sizes.mixes is "mix-N", not a list of strings'),
         (lambda record: record["sizes"].update(batch_size=0), "sizes.batch_size is 0"),
         (lambda record: record["sizes"]["shape"].pop("layers"), "sizes.shape lacks layers"),
         (lambda record: record.pop("tasks"), "tasks is missing"),
@@ -112,6 +113,18 @@ def test_a_record_that_is_no_object_is_named(study: Path) -> None:
 def test_a_missing_file_is_named(study: Path, tmp_path: Path) -> None:
     (study / "scores.parquet").unlink()
     _assert_named_error(_invoke("--reanalyse", study, "--out", tmp_path / "out"), study / "scores.parquet", "missing")
+    _assert_named_error(_invoke("--reanalyse", tmp_path / "nowhere", "--out", tmp_path / "out"), "does not exist")
+
+
+def test_a_fifo_or_a_loop_of_links_is_named_without_a_hang(study: Path, tmp_path: Path) -> None:
+    (study / "study.json").unlink()
+    os.mkfifo(study / "study.json")  # opening it would block until a writer came
+    _assert_named_error(_invoke("--reanalyse", study, "--out", tmp_path / "out"), "is not a regular file")
+    (study / "study.json").unlink()
+    (study / "study.json").symlink_to(study / "loop.json")
+    (study / "loop.json").symlink_to(study / "study.json")
+    _assert_named_error(_invoke("--reanalyse", study, "--out", tmp_path / "out"), "a loop of links")
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_truncated_table_is_named_by_its_own_path_not_a_copy(study: Path, tmp_path: Path) -> None:
@@ -220,6 +233,10 @@ def test_a_staging_folder_of_a_killed_run_is_removed_by_the_next(
     with pytest.raises(RuntimeError):
         reanalyse_study(study, out, log=lambda line: None)
     assert not _leftovers(tmp_path)
+    (out / ".reanalyse-999999999-abc").mkdir(parents=True)  # inside an existing --out, where it stages
+    with pytest.raises(RuntimeError):
+        reanalyse_study(study, out, log=lambda line: None)
+    assert not _leftovers(out)
 
 
 # ------------------------------------------------------------------------------ the real analysis, staged
@@ -243,4 +260,4 @@ def test_a_study_is_reanalysed_into_out_and_replaces_its_previous_analysis(study
     assert f"{out / 'scores.parquet'}:" in report  # the table where it stays, not the staging copy
     ranked = (out / "aggregate" / "ranking.csv").is_file()
     assert not ranked or (out / "aggregate" / "ranking.csv").read_text(encoding="utf-8") != "a stale ranking\n"
-    assert not _leftovers(tmp_path)
+    assert not _leftovers(tmp_path) and not _leftovers(out)
