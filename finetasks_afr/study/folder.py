@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
+from analysis.base.input_file import input_problem
 from finetasks_afr.study.design import ModelShape, StudySizes
 
 if TYPE_CHECKING:
@@ -122,17 +123,17 @@ def recorded_sizes(record: Mapping[str, Any]) -> StudySizes:
     return StudySizes(**raw)
 
 
-def _regular_file(path: Path) -> Path:
-    """`path` when it is a regular file; a missing one, a folder, a FIFO or a device is a named error."""
-    if path.is_symlink() and not path.exists():
-        raise StudyFolderError(f"{path} is a link to nothing (a broken link, or a loop of links); link the real file")
+def _regular_file(path: Path, what: str) -> Path:
+    """`path` when it is a regular file; a missing one, a folder, a FIFO, a device, a broken link or a loop of links
+    is a named error, found without opening it (`analysis.base.input_file`: a FIFO would block the open)."""
+    problem = input_problem(path, what=what)
+    if problem is not None:
+        raise StudyFolderError(problem)
     if not path.exists():
         raise StudyFolderError(
             f"{path} is missing: --reanalyse takes the folder of a finished study, holding its {SCORES} and "
             f"{RECORD} (e.g. docs/study)"
         )
-    if not path.is_file():
-        raise StudyFolderError(f"{path} is not a regular file (a folder, FIFO or device); pass a finished study's")
     return path
 
 
@@ -140,7 +141,7 @@ def read_record(path: Path) -> tuple[dict[str, Any], StudySizes]:
     """The study's record at `path` and its sizes, checked: JSON, an object, `sizes` and `tasks` of their types."""
     fix = f"restore it from the study it belongs to (git checkout {path}, or rerun `make study`)"
     try:
-        record = json.loads(_regular_file(path).read_text(encoding="utf-8"))
+        record = json.loads(_regular_file(path, "study record (study.json)").read_text(encoding="utf-8"))
     except OSError as error:
         raise StudyFolderError(f"{path} could not be read ({error}); make it readable, or {fix}") from None
     except UnicodeDecodeError as error:
@@ -175,7 +176,7 @@ def check_study_folder(folder: Path) -> StudyFolder:
     if not folder.is_dir():
         what = "is a file" if folder.exists() else "does not exist"
         raise StudyFolderError(f"{folder} {what}; pass the folder of a finished study (e.g. docs/study)")
-    scores_path = _regular_file(folder / SCORES)
+    scores_path = _regular_file(folder / SCORES, "score table")
     record_path = folder / RECORD
     record, sizes = read_record(record_path)
     try:
