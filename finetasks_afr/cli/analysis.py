@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from analysis.aggregate import AggregateError
-from analysis.base.io import OutputDirectoryError, output_lock
+from analysis.base.io import OutputDirectoryError, check_output_directory, output_lock
 from analysis.config import Config, ConfigError, load_config
 from analysis.scores.schema import ScoreTableError
 from analysis.scores.stream import ScoreScan, open_scores
@@ -108,6 +108,7 @@ def run_selection_command(
     from analysis.pipeline import run_selection
 
     require_analysis_out(out)
+    _require_own_out(out, "select", scores, config, task_info)
     cfg = _config(config, scores)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
@@ -129,6 +130,15 @@ def run_selection_command(
     if output.load_report is not None:
         console.print(f"[green]loaded[/] {escape(output.load_report.summary())}")
     return output
+
+
+def _require_own_out(out: Path, command: str, *inputs: Path | None) -> None:
+    """`--out` checked before any work (`analysis.base.io.check_output_directory`): not another command's output,
+    a user's folder, nor one of the command's `inputs`, inside one or holding one."""
+    try:
+        check_output_directory(out, command, [path for path in inputs if path is not None])
+    except OutputDirectoryError as error:
+        raise output_failure(out, error) from error
 
 
 def _config(path: Path | None, scores: Path | None = None) -> Config:
@@ -190,6 +200,7 @@ def aggregate_command(
     from analysis.pipeline import run_aggregate
 
     require_analysis_out(out)
+    _require_own_out(out, "aggregate", scores, decisions, config, task_info)
     cfg = _config(config, scores)
     with opened_scores(scores, task_info, tokens_per_step, skip_unknown) as scan:
         try:

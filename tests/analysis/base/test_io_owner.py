@@ -76,3 +76,24 @@ def test_an_output_equal_to_inside_or_holding_its_input_is_refused(tmp_path: Pat
     with pytest.raises(OutputDirectoryError, match="holds the input"):
         check_output_directory(tmp_path, "export lm-eval", [selection / "decisions.csv"])
     check_output_directory(tmp_path / "elsewhere", "export lm-eval", [selection])  # beside it: fine
+
+
+@pytest.mark.slow  # the CLI app's imports: seconds on 2 shared cores
+def test_select_and_aggregate_refuse_their_input_and_another_command_s_output_before_any_work(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from finetasks_afr.cli import app
+
+    results = tmp_path / "lm-eval-results"  # never read: --out is refused first
+    results.mkdir()
+    (results / "results.json").write_text("{}")
+    ran = CliRunner().invoke(app, ["select", str(results), "--out", str(results / "selection")])
+    assert ran.exit_code == 2 and "lies inside the input" in " ".join(ran.output.split()), ran.output
+    assert sorted(p.name for p in results.iterdir()) == ["results.json"]
+    selection = _written_by(tmp_path / "sel", "select", "decisions.csv")
+    decisions = selection / "decisions.csv"
+    ran = CliRunner().invoke(app, ["aggregate", str(results), "--decisions", str(decisions), "--out", str(selection)])
+    assert ran.exit_code == 2 and "holds the input" in " ".join(ran.output.split()), ran.output
+    ran = CliRunner().invoke(app, ["aggregate", str(results), "--out", str(selection)])
+    assert ran.exit_code == 2 and "output of `finetasks-afr select`" in " ".join(ran.output.split()), ran.output
+    assert decisions.read_text() == "decisions.csv"
