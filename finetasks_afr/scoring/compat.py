@@ -951,7 +951,7 @@ def case_carries_meaning(text: str) -> bool:
     """Changing the case of `text`'s first character could change what it says: its first word has an upper-case
     letter after its first character (mRNA, pH, acetyl-CoA, i-pH), or is a single letter used as a symbol (followed
     by punctuation, by a token that is not a word, or by nothing: "p = 4", "x", "a. and c. above")."""
-    words = text.split()
+    words = text.split(maxsplit=2)  # the first two words decide; an option can be a paragraph
     if not words:
         return False
     first = words[0]
