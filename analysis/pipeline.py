@@ -328,6 +328,12 @@ def check_inside(root: Path, paths: list[Path]) -> None:
         raise OutputDirectoryError(f"two outputs would be written to the same file: {', '.join(twice)}")
 
 
+CURVES_WORTH_A_POOL = 12
+"""Fewer curves are drawn in this process: a spawned worker pays about 3 s to start (Python, polars, matplotlib)
+against about 0.55 s a curve. On the 2-core machine, select with 5 curves took 4.5 s drawn here and 5.5 s (7.2
+CPU-s against 4.4) with two workers; with 24, 14.9 s here and 10.2 s with workers; with 65, 40.7 s and 22.4 s."""
+
+
 def _figures(
     scan: ScoreScan,
     selection: Selection,
@@ -357,7 +363,7 @@ def _figures(
     done = 0
     workers = max(workers, min(4, os.cpu_count() or 1))
     with ExitStack() as stack:
-        if workers > 1 and len(jobs) > 4:
+        if workers > 1 and len(jobs) >= CURVES_WORTH_A_POOL:
             pool = stack.enter_context(
                 ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=die_with_parent)
             )
