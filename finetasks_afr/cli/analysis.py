@@ -304,7 +304,7 @@ def study_command(
     from finetasks_afr.study.folder import StudyFolderError
     from finetasks_afr.study.run import reanalyse_study, run_study
 
-    _require_study_outputs(out, publish_to)  # before any work: a mistyped path costs nothing
+    _require_study_outputs(out, publish_to, reanalyse)  # before any work: a mistyped path costs nothing
     if reanalyse is not None:
         try:
             reanalyse_study(reanalyse, out, log=lambda line: console.print(line), shared_data=shared_data)
@@ -334,10 +334,17 @@ def study_command(
         _publish(out, publish_to)
 
 
-def _require_study_outputs(out: Path, publish_to: Path | None) -> None:
+def _require_study_outputs(out: Path, publish_to: Path | None, reanalyse: Path | None = None) -> None:
     """`--out` and `--publish` checked before the study starts (hours of training, or a minute of reanalysis): each
-    must be able to be a directory, and they must differ (the results would be copied onto themselves)."""
+    must be able to be a directory, and they must differ (the results would be copied onto themselves). A
+    reanalysis writes a whole study folder into `--out`, so `--out` must be neither the folder it reads nor inside
+    it (the copy would replace the input it was made from); `--publish` may be that folder (the docs' own flow)."""
     require_output_dir(out)
+    if reanalyse is not None and out.resolve().is_relative_to(reanalyse.resolve()):
+        raise fail(
+            f"--out {out} is the --reanalyse folder {reanalyse} or inside it: the reanalysis would write over its own "
+            f"input; write it elsewhere (e.g. --out out/study) and --publish {reanalyse} to update the folder"
+        )
     if publish_to is not None:
         require_output_dir(publish_to, "--publish")
         if publish_to.resolve() == out.resolve():

@@ -184,6 +184,19 @@ def test_an_output_that_is_a_file_is_refused_before_any_work(
     assert not (tmp_path / "out").exists() and a_file.read_text(encoding="utf-8") == "mine\n"
 
 
+@pytest.mark.parametrize("inside", ["", "analysis"], ids=["the-folder", "inside-it"])
+def test_an_out_that_is_the_reanalysed_folder_or_inside_it_is_refused_before_any_work(
+    study: Path, monkeypatch: pytest.MonkeyPatch, inside: str
+) -> None:
+    started = _no_analysis(monkeypatch)
+    before = {path: path.read_bytes() for path in study.iterdir()}
+    _assert_named_error(
+        _invoke("--reanalyse", study, "--out", study / inside), "is the --reanalyse folder", "--publish"
+    )
+    assert not started
+    assert {path: path.read_bytes() for path in study.iterdir()} == before
+
+
 def test_publish_into_out_itself_is_refused(study: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     _assert_named_error(_invoke("--reanalyse", study, "--out", out, "--publish", out), "is --out itself")
