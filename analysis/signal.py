@@ -271,6 +271,14 @@ def _monotonicity_ai2(cells: pl.DataFrame, groups: pl.DataFrame) -> pl.DataFrame
 
 # ------------------------------------------------------------------------------------------------ SNR
 
+NO_SEED_REPLICAS = (
+    "snr: no seed replicas (no run has >= 2 seeds at a step); "
+    'with one seed per run set `[snr] fallback = "checkpoint"` in a --config file'
+)
+"""Why the seed SNR is missing, with the way forward: leaderboard and lm-eval results (one seed per model) lack seed
+replicas by nature, and only this reason reaches the user (decisions.csv, the report, coverage lines), so it names
+the fallback (AI2's checkpoint-noise SNR, `_checkpoint_snr`) that exists for exactly that case."""
+
 
 def _seed_snr(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci: bool) -> pl.DataFrame:
     replicated = cells.filter(pl.col("n") >= 2)
@@ -288,7 +296,7 @@ def _seed_snr(cells: pl.DataFrame, groups: pl.DataFrame, config: Config, with_ci
             pl.when(pl.col("avg_std") > 0).then(pl.col("snr_signal") / pl.col("avg_std")).alias("snr_seed"),
             _reason(
                 [
-                    (pl.col("avg_std").is_null(), "snr: no seed replicas (no run has >= 2 seeds at a step)"),
+                    (pl.col("avg_std").is_null(), NO_SEED_REPLICAS),
                     (pl.col("snr_signal").is_null(), "snr: no step where all seeds of a run are present"),
                     (pl.col("avg_std") == 0, "snr: seed replicas are identical (zero noise)"),
                 ]
