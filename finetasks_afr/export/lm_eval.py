@@ -57,6 +57,18 @@ DIFFERENCES = {
     "acc_mutual_info conditions on nothing",
 }
 PERPLEXITY_METRICS = ("bits_per_byte", "byte_perplexity", "word_perplexity")
+AGGREGATIONS = {"bits_per_byte": "bits_per_byte", "byte_perplexity": "weighted_perplexity",
+                "word_perplexity": "weighted_perplexity"}  # fmt: skip
+"""The aggregation lm-eval 0.4.13 registers for each perplexity metric (`lm_eval/api/metrics.py`: its
+`register_metric` entries); a metric's own name is no registered aggregation (`byte_perplexity` is not one: lm-eval
+warns at load, then fails in `_compute_task_aggregations` calling None). Every other exported metric is a `mean` or
+a `!function` of the folder's utils.py."""
+LM_EVAL_FILTERS = {"afrimgsm": "flexible-extract", "afriqa": "remove_whitespace", "masakhaner": "flexible-extract"}
+"""The filter a kept AfroBench task of these benchmarks is scored under: the first by
+`analysis.scores.lm_eval.FILTER_PREFERENCE` of those its lm-eval 0.4.13 task files define (afrimgsm: remove_whitespace
+and flexible-extract), the one `collect`/`select` read; every other task reports under lm-eval's `none`. A group
+names it in its aggregate_metric_list: without a filter_list lm-eval 0.4.12+ aggregates every filter its children
+report, so the group would not report the selection's (metric, filter) alone."""
 GENERATIVE_METRICS = ("chrf++",)
 """Generative metrics exported exactly through the folder's utils.py (besides F1 and prefix match, per language)."""
 UTILS_SOURCE = Path(__file__).with_name("lm_eval_utils.py")
@@ -87,6 +99,7 @@ class ExportedTask:
     dataset: str = ""  # SOURCES key, for the licence
     kind: str = "choice"  # the rows' layout: choice, partial, rolling, reference, generation
     fewshot: int = 0  # the examples already in each context (lm-eval's own num_fewshot stays 0)
+    filter: str = "none"  # the lm-eval filter its metrics are reported under (`LM_EVAL_FILTERS`)
 
 
 @dataclass
@@ -194,7 +207,10 @@ def _kept_tasks(kept: pl.DataFrame) -> tuple[list[ExportedTask], dict[str, str]]
         if info is None:
             skipped[row["task"]] = "neither a task of this suite nor an lm-eval (AfroBench) task name"
             continue
-        tasks.append(ExportedTask(row["task"], info.language, info.category, [row["metric"]], row["metric"]))
+        scored_under = LM_EVAL_FILTERS.get(info.benchmark, "none")
+        tasks.append(
+            ExportedTask(row["task"], info.language, info.category, [row["metric"]], row["metric"], filter=scored_under)
+        )
     return sorted(tasks, key=lambda t: (t.language, t.name)), skipped
 
 
@@ -369,10 +385,14 @@ def _write_task(folder: Path, task: ExportedTask) -> None:
     atomic_write_text(folder / f"{task.name}.yaml", _task_yaml(task))
 
 
+def metric_aggregation(metric: str) -> str:
+    """The aggregation lm-eval registers for an exported metric kind (`AGGREGATIONS`, else the mean)."""
+    return AGGREGATIONS.get(metric, "mean")
+
+
 def _metric_entry(metric: str, aggregation: str | None = None) -> str:
     higher = "false" if metric in PERPLEXITY_METRICS else "true"
-    aggregation = aggregation or {"bits_per_byte": "bits_per_byte", "byte_perplexity": "byte_perplexity",
-                                  "word_perplexity": "weighted_perplexity"}.get(metric, "mean")  # fmt: skip
+    aggregation = aggregation or metric_aggregation(metric)
     return f"  - metric: {json.dumps(metric)}\n    aggregation: {aggregation}\n    higher_is_better: {higher}\n"
 
 
@@ -422,12 +442,13 @@ def _group_yaml(group: str, members: list[str], tasks: list[ExportedTask]) -> st
     """A group over `members` (category groups, or tasks); each metric is lm-eval's plain mean, without weighting by
     size, over the tasks under the group that report it: lm-eval 0.4.13 aggregates a group over all its leaf tasks
     (`Group.aggregate`), not over its subgroups' scores."""
-    metrics = list(dict.fromkeys(m for t in tasks for m in t.metrics if m not in PERPLEXITY_METRICS))
+    metrics = list(dict.fromkeys((m, t.filter) for t in tasks for m in t.metrics if m not in PERPLEXITY_METRICS))
     notes = sorted({f"# {t.name}: {DIFFERENCES[t.chosen]}\n" for t in tasks if t.chosen in DIFFERENCES})
     lines = [f"group: {group}\n", "task:\n", *(f"  - {member}\n" for member in members)]
     if metrics:
         lines.append("aggregate_metric_list:\n")
-        lines += [f"  - metric: {json.dumps(m)}\n    aggregation: mean\n    weight_by_size: false\n" for m in metrics]
+        lines += [f"  - metric: {json.dumps(m)}\n    filter_list: [{json.dumps(f)}]\n    aggregation: mean\n"
+                  "    weight_by_size: false\n" for m, f in metrics]  # fmt: skip
     return (
         "# Written by finetasks-afr export lm-eval. lm-eval averages each metric over every task under the group that\n"
         "# reports it (lm-eval 0.4.13 aggregates over leaf tasks, so a language is the plain mean of all its tasks);\n"
