@@ -52,12 +52,24 @@ KEPT = [
     ("winogrande_afr_zul_cf", 0, "acc"),  # partial scoring: two parts under a group of the task's name
     ("mafand_mt_en2xx_ll_yor", 1, "bits_per_byte"),  # a reference given its prompt
     ("sib_hau_prompt_1", 0, "acc"),
+    ("flores_ppl_yor", 0, "byte_perplexity"),  # every perplexity kind the export writes, each its registered
+    ("flores_ppl_swa", 0, "word_perplexity"),  # aggregation (weighted_perplexity; bits_per_byte its own)
+    ("afrimgsm_swa_prompt_1", 0, "exact_match"),  # an lm-eval task kept under a filter (flexible-extract)
 ]
+PERPLEXITY = [(task, metric) for task, _, metric in KEPT if metric in ("bits_per_byte", "byte_perplexity",
+              "word_perplexity") and not task.startswith("mafand")]  # fmt: skip
+FILTERED = ("afrimgsm_swa_prompt_1", "exact_match", "flexible-extract", "remove_whitespace")
+"""The kept task under a filter: lm-eval reports it under two filters; `collect` (FILTER_PREFERENCE) and the
+export's groups name the first, so each group row over it reports that one and not the other."""
+FILTERED_DOCS = [("Juma ana machungwa 3 na ananunua 4 zaidi. Ana machungwa mangapi?", "7"),
+                 ("Amina ana shilingi 10 na anatumia 2. Amebaki na shilingi ngapi?", "8"),
+                 ("Kuna ndege 5 juu ya mti na 5 zinaondoka. Ndege wangapi wamebaki?", "0"),
+                 ("Mwalimu ana vitabu 12 na anagawa 6. Amebaki na vitabu vingapi?", "6")]  # fmt: skip
 GENERATIVE = [("mafand_mt_en2xx_gen_yor", 0, "chrf++"), ("afriqa_hau", 0, "f1_eng")]
 """Scored in a second run on their first GENERATED documents (lm-eval's --limit, lighteval's max_samples: both
 take a task's first documents): a tiny model rarely stops early, so whole test sets would take long."""
 GENERATED = 24
-SUITE = [task for task, _, _ in KEPT[:6]]
+SUITE = [task for task, _, _ in KEPT if task not in ("sib_hau_prompt_1", FILTERED[0])]
 CHOICE = SUITE[:3]
 CHECKPOINT = ("mix-a", 1, 30)
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
@@ -317,6 +329,46 @@ def check_partial_and_reference(
     return {task: summary, reference: counts_reference}
 
 
+def write_filtered_task(tasks: Path) -> None:
+    """An AfroBench-like afrimgsm task on local documents, filtered as lm-eval 0.4.13's afrimgsm task files are
+    (remove_whitespace, flexible-extract), beside the AfroBench files check_lm_eval.py wrote."""
+    folder = tasks / "filtered"
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / "afrimgsm_swa.jsonl"
+    data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in FILTERED_DOCS), "utf-8")
+    (folder / f"{FILTERED[0]}.yaml").write_text(
+        f"task: {FILTERED[0]}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {json.dumps(str(data))}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: '{{question}}\\nJibu:'\n"
+        "doc_to_target: '{{answer}}'\ngeneration_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n  do_sample: false\n"
+        "filter_list:\n  - name: remove_whitespace\n    filter:\n      - function: remove_whitespace\n"
+        "      - function: take_first\n  - name: flexible-extract\n    filter:\n      - function: regex\n"
+        "        group_select: -1\n        regex_pattern: '(-?[0-9]+)'\n      - function: take_first\n"
+        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n    higher_is_better: true\n"
+        "metadata:\n  version: 1.0\n",
+        "utf-8",
+    )
+
+
+def check_filtered(results: Mapping[str, Any], folder: Path, groups: Sequence[str]) -> dict[str, Any]:
+    """The task kept under a filter reports both filters; every exported group over it reports the selection's
+    (metric, filter), equal to the task's, and not the other filter (the group's filter_list names it)."""
+    task, metric, chosen, other = FILTERED
+    row = results["results"][task]
+    if f"{metric},{chosen}" not in row or f"{metric},{other}" not in row:
+        raise CheckError(f"{task}: lm-eval reports {sorted(row)}, expected {metric} under {chosen} and {other}")
+    over = [group for group in groups if task in leaf_tasks(folder, group)]
+    if not over:
+        raise CheckError(f"{task}: no exported group holds it")
+    for group in over:
+        reported = results["results"][group]
+        if f"{metric},{other}" in reported or not close(reported[f"{metric},{chosen}"], row[f"{metric},{chosen}"]):
+            raise CheckError(
+                f"group {group}: {sorted(reported)}, expected {metric},{chosen} = {row[f'{metric},{chosen}']}"
+            )
+    log(f"{task}: {metric} under {chosen} in every group over it ({', '.join(over)}), not under {other}")
+    return {"task": row[f"{metric},{chosen}"], "groups": over}
+
+
 def exported_utils(folder: Path) -> Any:
     """The exported folder's utils.py, imported as lm-eval imports it."""
     import importlib.util
@@ -390,6 +442,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # lm-eval 0.4.13 takes one --include_path (scanned recursively): the export goes beside the AfroBench task
         # files with local data that check_lm_eval.py wrote, whose sib_hau_prompt_1 the hau group names
         mirror, folder = out / "mirror", root / "tasks" / "finetasks-afr-export"
+        write_filtered_task(root / "tasks")
         datasets = ["sib200", "winogrande_afr", "mafand", "afriqa"]
         run([cli, "data", "import-raw", str(shared), "--out", str(mirror), *(f"-d{d}" for d in datasets)], env,
             out / "logs" / "mirror.log")  # fmt: skip
@@ -419,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweep, generative_sweep = out / "sweep", out / "sweep-generative"
         target = f"{run_name}:{seed}={checkpoint.parent}"
         run([cli, "--data-dir", str(mirror), "sweep", target, "--steps", str(step),
-             "--tasks", ",".join(f"{t}|{k}" for t, k, _ in KEPT[: len(SUITE)]), "--out", str(sweep), "--save-details",
+             "--tasks", ",".join(f"{t}|{k}" for t, k, _ in KEPT if t in SUITE), "--out", str(sweep), "--save-details",
              "--no-collect"], env, out / "logs" / "sweep.log")  # fmt: skip
         run([cli, "--data-dir", str(mirror), "sweep", target, "--steps", str(step),
              "--tasks", ",".join(f"{t}|{k}" for t, k, _ in GENERATIVE), "--out", str(generative_sweep),
@@ -440,12 +493,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if not (theirs == mine == recomputed[metric]):
                     raise CheckError(f"{task} {metric}: lm-eval {theirs}, this project {mine}, recomputed {recomputed}")
             summary[task] = {m: results["results"][task][f"{m},none"] for m in ("acc", "acc_norm")}
-        ppl = "flores_ppl_hau"
-        theirs, mine = results["results"][ppl]["bits_per_byte,none"], ours[f"{ppl}|0"]["bits_per_byte"]
-        if not close(theirs, mine):
-            raise CheckError(f"{ppl} bits_per_byte: lm-eval {theirs}, this project {mine}")
-        summary[ppl] = {"lm_eval": theirs, "finetasks_afr": mine}
-        log(f"{ppl}: bits per byte {theirs:.6f} (lm-eval) and {mine:.6f} (this project)")
+        for ppl, metric in PERPLEXITY:  # each perplexity kind, aggregated as lm-eval registers it
+            theirs, mine = results["results"][ppl][f"{metric},none"], ours[f"{ppl}|0"][metric]
+            if not close(theirs, mine):
+                raise CheckError(f"{ppl} {metric}: lm-eval {theirs}, this project {mine}")
+            summary[ppl] = {"metric": metric, "lm_eval": theirs, "finetasks_afr": mine}
+            log(f"{ppl}: {metric} {theirs:.6f} (lm-eval) and {mine:.6f} (this project)")
+        summary[FILTERED[0]] = check_filtered(results, folder, groups)
 
         compared = 0
         for group in groups:  # lm-eval 0.4.13 averages a group over all its leaf tasks (Group.aggregate)

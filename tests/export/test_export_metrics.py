@@ -58,11 +58,12 @@ def test_perplexities_aggregate_as_lm_eval_registers_them() -> None:
 def test_the_table_is_the_real_lm_eval_registry() -> None:
     """The real lm-eval 0.4.13 (its side environment): each perplexity's registered aggregation is `AGGREGATIONS`'s,
     and every aggregation the export names is registered."""
-    code = (
+    code = (  # METRIC_AGGREGATION_REGISTRY holds the functions: named back through AGGREGATION_REGISTRY
         "import json, lm_eval.api.metrics\n"
         "from lm_eval.api import registry as r\n"
-        "print(json.dumps({'aggregations': sorted(r.AGGREGATION_REGISTRY),"
-        f" 'metrics': {{m: r.METRIC_AGGREGATION_REGISTRY.get(m) for m in {list(PERPLEXITY_METRICS)!r}}}}}))"
+        "names = sorted(r.AGGREGATION_REGISTRY)\n"
+        "print(json.dumps({'aggregations': names, 'metrics': {m: next((n for n in names if r.get_aggregation(n) is"
+        f" r.get_metric_aggregation(m)), None) for m in {list(PERPLEXITY_METRICS)!r}}}}}))"
     )
     done = subprocess.run([str(LM_EVAL_VENV / "bin" / "python"), "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)  # fmt: skip
