@@ -338,8 +338,8 @@ def write_filtered_task(tasks: Path) -> None:
     data.write_text("".join(json.dumps({"question": q, "answer": a}) + "\n" for q, a in FILTERED_DOCS), "utf-8")
     (folder / f"{FILTERED[0]}.yaml").write_text(
         f"task: {FILTERED[0]}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {json.dumps(str(data))}\n"
-        "test_split: test\noutput_type: generate_until\ndoc_to_text: '{{question}}\\nJibu:'\n"
-        "doc_to_target: '{{answer}}'\ngeneration_kwargs:\n  until: ['\\n']\n  max_gen_toks: 8\n  do_sample: false\n"
+        'test_split: test\noutput_type: generate_until\ndoc_to_text: "{{question}}\\nJibu:"\n'
+        "doc_to_target: '{{answer}}'\ngeneration_kwargs:\n  until: [\"\\n\"]\n  max_gen_toks: 8\n  do_sample: false\n"
         "filter_list:\n  - name: remove_whitespace\n    filter:\n      - function: remove_whitespace\n"
         "      - function: take_first\n  - name: flexible-extract\n    filter:\n      - function: regex\n"
         "        group_select: -1\n        regex_pattern: '(-?[0-9]+)'\n      - function: take_first\n"
