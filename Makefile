@@ -7,6 +7,9 @@ CLI := $(VENV)/bin/finetasks-afr
 STAMP := $(VENV)/.installed
 SCORES ?=
 OUT ?= out/selection
+# A TOML file overriding analysis/default_config.toml for select-tasks, report and notebooks (e.g. a smaller
+# [consistency] min_tokens for short ablations); empty: each command's own default.
+CONFIG ?=
 export HF_HUB_OFFLINE ?= 1
 export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
@@ -75,21 +78,22 @@ test-lighteval: install
 test-fast: install
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow" --durations=10
 
-## Select the fine tasks per language: the bundled sweep, or SCORES=path.parquet|csv|lm-eval dir.
+## Select the fine tasks per language: the bundled sweep, or SCORES=path.parquet|csv|lm-eval dir; CONFIG=file.toml.
 select-tasks: install
-	$(CLI) select $(SCORES) --out $(OUT)
+	$(CLI) select $(SCORES) --out $(OUT)$(if $(CONFIG), --config $(CONFIG))
 
 aggregate: install
 	$(CLI) aggregate $(or $(SCORES),finetasks_afr/data/demo_sweep.parquet) --out out/aggregate
 
 ## The selection report (report.html + one page per language, report.md) -> out/report/.
 report: install
-	$(CLI) report $(SCORES) --out out/report
+	$(CLI) report $(SCORES) --out out/report$(if $(CONFIG), --config $(CONFIG))
 
 ## Notebooks: execute headless into out/notebooks/ (the committed files stay stripped), then check they are.
 NOTEBOOKS ?= $(wildcard notebooks/*.ipynb)
 notebooks: install
-	FINETASKS_AFR_SCORES="$(if $(SCORES),$(abspath $(SCORES)))" $(PY) notebooks/nbtools.py run $(NOTEBOOKS) --out out/notebooks
+	FINETASKS_AFR_SCORES="$(if $(SCORES),$(abspath $(SCORES)))" FINETASKS_AFR_CONFIG="$(if $(CONFIG),$(abspath $(CONFIG)))" \
+		$(PY) notebooks/nbtools.py run $(NOTEBOOKS) --out out/notebooks
 	$(PY) notebooks/nbtools.py check $(NOTEBOOKS)
 
 ## Remove outputs from the notebooks before committing them.

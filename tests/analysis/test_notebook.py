@@ -69,7 +69,7 @@ def test_one_variable_picks_the_table() -> None:
     sources = [cell.source for cell in notebook.cells if cell.cell_type == "code"]
     assert sum(line.startswith("SCORES = ") for s in sources for line in s.splitlines()) == 1
     assert 'SCORES = os.environ.get("FINETASKS_AFR_SCORES") or None' in "\n".join(sources)  # make notebooks SCORES=
-    assert "explore.explore(SCORES or BUNDLED_SWEEP, config_for(SCORES, None))" in "\n".join(sources)
+    assert "explore.explore(SCORES or BUNDLED_SWEEP, config_for(SCORES, CONFIG))" in "\n".join(sources)
 
 
 def test_strip_removes_what_execution_adds() -> None:
