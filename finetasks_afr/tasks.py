@@ -6,7 +6,8 @@ own examples and draws each document's examples with its own seed (finetasks_afr
 with one context per choice for Winogrande CF (finetasks_afr.scoring.partial_scoring), (2) registers in-language prompt
 words for every covered language (finetasks_afr.prompts.literals), then (3) builds TASKS_TABLE: every benchmark family
 in every language its dataset covers, in CF / MCF / hybrid (or generative) form, with in-language and `_enprompt`
-English prompt words. Data come from the hub (pinned revisions) or from the mirror named by $FINETASKS_AFR_DATA_DIR.
+English prompt words, and (4) makes lighteval 0.13's `tasks list` show them (finetasks_afr.scoring.compat_listing).
+Data come from the hub (pinned revisions) or from the mirror named by $FINETASKS_AFR_DATA_DIR.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from finetasks_afr.benchmarks import all_tasks
 from finetasks_afr.benchmarks.common import SKIPPED_ROWS, TASK_INFO, TaskInfo
 from finetasks_afr.prompts import fewshot
 from finetasks_afr.prompts.literals import register_literals
-from finetasks_afr.scoring import compat, partial_scoring
+from finetasks_afr.scoring import compat, compat_listing, partial_scoring
 from finetasks_afr.scoring.lighteval_runtime import one_line_data_errors, silence_torch_dtype_deprecation
 
 compat.apply()
@@ -28,6 +29,7 @@ fewshot.apply()
 partial_scoring.apply()
 register_literals()
 TASKS_TABLE = all_tasks()
+compat_listing.apply([config.name for config in TASKS_TABLE])  # `lighteval tasks list --custom-tasks` shows them
 
 
 def tasks_with_local_data(

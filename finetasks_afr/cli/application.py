@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from analysis.base.processes import run_interruptible
-from finetasks_afr.cli import analysis, data, export, longppl, recommend, report, sweep
+from finetasks_afr.cli import analysis, data, export, longppl, recommend, report, sweep, tasks
 
 
 class InterruptibleTyper(typer.Typer):
@@ -53,7 +53,7 @@ def main(
         os.environ[DATA_DIR_ENV] = str(data_dir.resolve())
 
 
-for _module in (analysis, report, sweep, data, export, recommend, longppl):
+for _module in (analysis, report, sweep, data, export, recommend, longppl, tasks):
     _module.register(app)
 
 __all__ = ["InterruptibleTyper", "app"]
