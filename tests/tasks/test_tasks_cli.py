@@ -61,7 +61,10 @@ def test_show_prints_every_field_and_whether_the_data_are_reachable_offline(monk
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", "/nonexistent-hub-cache")
     code, out, _ = _invoke("show", "afrixnli_hau_mcf|5")
     assert code == 0, out
-    shown = dict(re.fullmatch(r"(.+?) {2,}(.*)", line).groups() for line in out.splitlines())  # type: ignore[union-attr]
+    shown = {}
+    for line in out.splitlines():
+        label, value = re.split(r" {2,}", line, maxsplit=1)
+        shown[label] = value
     assert shown["benchmark"] == "afrixnli" and shown["formulation"] == "MCF" and shown["language"] == "hau"
     assert "answer=amsa" in shown["prompt words"]
     assert shown["metrics"] == "acc" and shown["config"] == "hau" and shown["evaluation splits"] == "test"
@@ -117,7 +120,7 @@ def test_reachability_from_the_index_agrees_with_the_sources_module(
     monkeypatch.setenv("HF_HUB_OFFLINE", "1" if offline else "0")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1" if offline else "0")
     monkeypatch.setenv("FINETASKS_AFR_DATA_DIR", str(tmp_path))
-    first = {}
+    first: dict[str, task_index.TaskEntry] = {}
     for task in index.tasks:
         first.setdefault(task.dataset, task)
     mirrored = sorted(first)[::2]  # half the datasets mirrored (their first task's config), half hub-only
