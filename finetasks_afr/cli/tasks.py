@@ -136,7 +136,7 @@ def show_command(
         ("prompt", f"{PROMPT_LABEL.get(task.prompt, task.prompt)} words" + (f" ({task.words})" if task.words else "")),
         ("prompt words", ", ".join(f"{field}={word}" for field, word in words.items()) or "none"),
         ("metrics", ", ".join(task.metrics)),
-        ("random baseline", f"{task.random_baseline:g}"),
+        ("random baseline", f"{task.random_baseline:g}" if task.random_baseline == task.random_baseline else "none"),
         (
             "dataset",
             f"{task.dataset}: {task.hf_repo}" + (f"@{task.hf_revision}" if task.hf_revision else " (unpinned)"),

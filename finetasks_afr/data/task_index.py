@@ -75,11 +75,15 @@ class TaskIndex:
 
 
 def index_from_json(data: dict[str, Any]) -> TaskIndex:
-    """The index from its JSON form (`finetasks_afr.task_catalog.catalog` writes it): each task's hub location is
-    its dataset's unless the task names another (`repo`, `revision`), as FLORES translation's English side does."""
+    """The index from its JSON form (`finetasks_afr.task_catalog.render` writes it: the field names once in
+    `columns`, one list of values per task): each task's hub location is its dataset's unless the task names
+    another (a trailing `{"repo", "revision"}`)."""
     datasets = {key: DatasetFacts(key=key, **facts) for key, facts in data["datasets"].items()}
     tasks = []
-    for row in data["tasks"]:
+    columns = data["columns"]
+    for values in data["tasks"]:
+        row = dict(zip(columns, values, strict=False))
+        row.update(values[len(columns)] if len(values) > len(columns) else {})  # another dataset's location
         facts = datasets[row["dataset"]]
         fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in row.items()}
         fields["hf_repo"] = fields.pop("repo", facts.hub_repo)
