@@ -12,7 +12,6 @@ from collections.abc import Collection, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
 
 import polars as pl
@@ -20,9 +19,9 @@ import polars as pl
 from analysis.aggregate import AggregateError, AggregateResult, aggregate, rankable, write_ranking
 from analysis.base.io import (
     OUTPUT_MARKER,
-    TMP_SUFFIX,
     OutputDirectoryError,
     atomic_write_text,
+    older_analysis_output,
     output_lock,
     staged_directory,
     write_csv_atomic,
@@ -285,10 +284,6 @@ def _gap_figures(gap: EnglishGap, selection: Selection, out_dir: Path) -> dict[s
 
 
 # Names an analysis output directory holds: one of them, made before the marker file existed, is adopted.
-_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "language_pairs.csv",
-                 "aggregated_tasks.csv",
-                 "english_gap.csv", "english_gap_summary.csv",
-                 "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
 
 
 @contextmanager
@@ -302,12 +297,8 @@ def output_directory(out_dir: Path, command: str) -> Iterator[Path]:
     happens under the output's lock (`output_lock`, which `staged_directory` re-enters): a second writer waits.
     """
     with output_lock(out_dir):
-        if out_dir.is_dir() and not (out_dir / OUTPUT_MARKER).exists():
-            entries = list(out_dir.iterdir())
-            names = {entry.name for entry in entries}
-            ours = all(any(fnmatch(name, pattern) for pattern in _OUTPUT_NAMES) for name in names)
-            if ours and names & {"decisions.csv", "ranking.csv"}:  # a lone figures/ may be the user's own
-                (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
+        if older_analysis_output(out_dir):
+            (out_dir / OUTPUT_MARKER).write_text("adopted by finetasks-afr: an older analysis output\n")
         with staged_directory(out_dir, command=command) as staging:
             yield staging
 

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
+from fnmatch import fnmatch
 from pathlib import Path
 
 import polars as pl
@@ -53,6 +54,24 @@ LEGACY_OUTPUTS: tuple[tuple[str, str], ...] = (
 """How the owner of a directory is told when its marker names no command (written by a finetasks-afr before
 markers named one, or adopted as an older output): the command of the first of these files it holds. Order
 matters: a `select` output holds a ranking.csv too, and only `select` writes decisions.csv."""
+
+
+ANALYSIS_OUTPUT_NAMES = ("decisions.csv", "suites", "ranking.csv", "language_scores.csv", "language_pairs.csv",
+                         "aggregated_tasks.csv", "english_gap.csv", "english_gap_summary.csv",
+                         "report.md", "report.html", "report_*.html", "figures", f".*{TMP_SUFFIX}")  # fmt: skip
+"""The names `select`, `report` and `aggregate` write into their --out (patterns)."""
+
+
+def older_analysis_output(directory: Path) -> bool:
+    """`directory` has no marker and holds `decisions.csv` or `ranking.csv` and nothing but names the analysis
+    commands write: an output of a finetasks-afr older than the marker (a resumed demo has one), adopted as theirs.
+    A lone `figures/` is not enough: it may be the user's own."""
+    directory = Path(directory)
+    if not directory.is_dir() or (directory / OUTPUT_MARKER).exists():
+        return False
+    names = {entry.name for entry in directory.iterdir()}
+    ours = all(any(fnmatch(name, pattern) for pattern in ANALYSIS_OUTPUT_NAMES) for name in names)
+    return ours and bool(names & {"decisions.csv", "ranking.csv"})
 
 
 class OutputDirectoryError(ValueError):
@@ -452,6 +471,10 @@ def output_owner(directory: Path) -> str | None:
         return None
     if found := _COMMAND_LINE.search(text):
         return found.group(1).strip()
+    return _legacy_owner(directory)
+
+
+def _legacy_owner(directory: Path) -> str | None:
     return next((command for command, sign in LEGACY_OUTPUTS if (Path(directory) / sign).exists()), None)
 
 
@@ -487,12 +510,12 @@ def check_output_directory(target: Path, command: str, inputs: Iterable[Path] = 
         )
     if not target.is_dir() or not any(target.iterdir()):
         return
-    if not (target / OUTPUT_MARKER).is_file():
+    if not (target / OUTPUT_MARKER).is_file() and not older_analysis_output(target):
         raise OutputDirectoryError(
             f"{target} already holds files that finetasks-afr did not write (no {OUTPUT_MARKER} in it), and "
             "the output directory is replaced whole; choose a new or empty directory"
         )
-    owner = output_owner(target)
+    owner = output_owner(target) if (target / OUTPUT_MARKER).is_file() else _legacy_owner(target)
     if owner is None:
         raise OutputDirectoryError(
             f"{target} was written by an older finetasks-afr whose marker ({OUTPUT_MARKER}) does not say which "
@@ -557,6 +580,7 @@ def staged_directory(target: Path, *, command: str, inputs: Iterable[Path] = ())
 
 
 __all__ = [
+    "ANALYSIS_OUTPUT_NAMES",
     "DEFAULT_LOCK_WAIT",
     "LEGACY_OUTPUTS",
     "LOCK_WAIT_ENV",
@@ -572,6 +596,7 @@ __all__ = [
     "lock_file",
     "lock_holder",
     "lock_wait",
+    "older_analysis_output",
     "output_lock",
     "output_owner",
     "recover_directory",

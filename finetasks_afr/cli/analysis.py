@@ -108,8 +108,8 @@ def run_selection_command(
     from analysis.pipeline import run_selection
 
     require_analysis_out(out)
+    cfg = _config(config, scores)  # the inputs named first (a --config folder is a folder, not --out's parent)
     _require_own_out(out, "select", scores, config, task_info)
-    cfg = _config(config, scores)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with (
         opened_scores(scores, task_info, tokens_per_step, skip_unknown) as scan,
@@ -200,8 +200,8 @@ def aggregate_command(
     from analysis.pipeline import run_aggregate
 
     require_analysis_out(out)
+    cfg = _config(config, scores)  # the inputs named first (a --config folder is a folder, not --out's parent)
     _require_own_out(out, "aggregate", scores, decisions, config, task_info)
-    cfg = _config(config, scores)
     with opened_scores(scores, task_info, tokens_per_step, skip_unknown) as scan:
         try:
             chosen = None if decisions is None else read_decisions(decisions, set(scan.tasks))
