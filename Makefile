@@ -15,7 +15,7 @@ export HF_DATASETS_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
 
-.PHONY: study study-pilot study-publish install test test-all test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
+.PHONY: study study-pilot study-publish install test test-all test-lighteval test-fast lint typecheck select-tasks aggregate report notebooks notebooks-strip figures bench bench-sweep bench-smoke simulate mirror coverage-table bench-suite bench-scale demo demo-quick bundle task-index docs clean test-vllm test-lm-eval test-transformers-oldest bench-core
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -116,6 +116,11 @@ demo: install
 ## The quick demo: the same chain on 2 seeds x 300 steps (less evidence), into out/demo-quick/.
 demo-quick: install
 	$(CLI) demo --quick
+
+## finetasks_afr/data/task_index.json (what `finetasks-afr tasks` lists without lighteval) rebuilt from the suite, after
+## a benchmark changes; tests/tasks/test_tasks_cli.py fails while the committed index differs from the built suite.
+task-index: install
+	env -u FINETASKS_AFR_DATA_DIR $(PY) -m finetasks_afr.task_catalog
 
 ## The demo, then its sweep, truth and mixes copied over the bundled default of `select` (finetasks_afr/data/, in git).
 bundle: install

@@ -24,7 +24,7 @@ from typing import Any
 from finetasks_afr.data.sources import DATA_DIR_ENV, README_NAME, data_dir, hub_offline, mirror_configs, mirror_layout
 
 INDEX_FILE = Path(__file__).with_name("task_index.json")
-REBUILD_COMMAND = "python -m finetasks_afr.task_catalog"
+REBUILD_COMMAND = "make task-index"
 
 
 @dataclass(frozen=True)
