@@ -220,7 +220,9 @@ def plot_training_curves(
     """Score over training for one `(task, fewshot)`: one panel per metric, one line per run.
 
     Each line is the mean over the run's seeds, with a band from the minimum to the maximum seed (drawn
-    only for runs with more than one seed). The random baseline is a dashed grey line. The x axis is
+    only for runs with more than one seed). The random baseline is a dashed grey line, or, when it lies
+    further from the data than the data's span (a bits-per-byte task's 8 bits), a label with its value
+    and an arrow at the axis edge, so the y axis keeps to the data. The x axis is
     tokens seen when `x="tokens"` and every plotted row has `tokens`, else the step. Panels follow
     `metrics` when given, else `METRIC_ORDER` and then the other metrics alphabetically; metrics without
     any score are left out. `highlight_metric`'s panel is titled "(selected)" and framed (no panel is
@@ -319,6 +321,7 @@ def training_curves_figure(
             ax.set_visible(False)
             continue
         metric = panels[i]
+        drawn: list[np.ndarray] = []
         for run in runs:
             c = curves.filter((pl.col("metric") == metric) & (pl.col("run") == run))
             if c.is_empty():
@@ -329,8 +332,10 @@ def training_curves_figure(
                 else c.get_column("step").to_numpy().astype(float)
             )
             ax.plot(xs, c.get_column("mean").to_numpy(), color=colors[run], lw=1.6, marker="o", ms=2.5)
+            drawn.append(c.get_column("mean").to_numpy())
             if seeds_of.get((metric, run), 1) > 1:
                 any_band = True
+                drawn.extend((c.get_column("lo").to_numpy(), c.get_column("hi").to_numpy()))
                 ax.fill_between(
                     xs,
                     c.get_column("lo").to_numpy(),
@@ -341,7 +346,7 @@ def training_curves_figure(
                 )
         baseline = baselines.get(metric)
         if baseline is not None:
-            ax.axhline(baseline, color=_GREY, ls="--", lw=1.2)
+            _draw_baseline(ax, baseline, drawn, metric)
         selected = metric == highlight_metric
         title = f"{task} ({fewshot}-shot) — {metric}" + (" (selected)" if selected else "")
         if len(title) > _TITLE_WIDTH:  # long lighteval names: the metric goes on a second line
@@ -364,6 +369,38 @@ def training_curves_figure(
     legend_cols = min(len(handles), max(2, int(4.3 * ncols / 1.7)))
     fig.legend(handles=handles, loc="outside lower center", ncols=legend_cols, fontsize=8)
     return fig
+
+
+def _draw_baseline(ax: Axes, baseline: float, drawn: Sequence[np.ndarray], metric: str) -> None:
+    """The random baseline of one curve panel: a dashed line, or a mark at the axis edge when far away.
+
+    A baseline further from the data than the data's own span (the 8-bit random baseline of a
+    bits-per-byte task, against mixes at 1.0-1.2 bits) would squeeze the runs' differences into one
+    flat band if drawn to scale. Then the y axis keeps to the data and the baseline is written at the
+    top or bottom edge with its value and an arrow pointing to where it lies.
+    """
+    values = np.concatenate([np.asarray(v, dtype=float) for v in drawn]) if drawn else np.array([])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        ax.axhline(baseline, color=_GREY, ls="--", lw=1.2)
+        return
+    lo, hi = float(values.min()), float(values.max())
+    span = max(hi - lo, 1e-9 + 0.05 * max(abs(lo), abs(hi)))
+    if lo - span <= baseline <= hi + span:
+        ax.axhline(baseline, color=_GREY, ls="--", lw=1.2)
+        return
+    above = baseline > hi
+    unit = " bits" if "bits" in metric else ""
+    ax.annotate(
+        f"random: {baseline:.2f}{unit} {'↑' if above else '↓'}",
+        xy=(0.99, 0.98 if above else 0.02),
+        xycoords="axes fraction",
+        ha="right",
+        va="top" if above else "bottom",
+        fontsize=8,
+        color=_GREY,
+        bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": _GREY, "lw": 0.6, "alpha": 0.85},
+    )
 
 
 # --------------------------------------------------------------------------------- criteria overview
