@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 def main() -> None:
     """The `finetasks-afr` console script and `python -m finetasks_afr.cli`.
 
+    The hub is switched off for the process when it cannot be reached (`finetasks_afr.cli.offline`), as make does.
     Under a memory limit the command runs as a child of this process, which names an out-of-memory crash below
     Python (a polars abort, the OOM killer) as such (`analysis.base.memory`); without one it runs here."""
     limits = memory_limits()
@@ -42,6 +43,9 @@ def main() -> None:
     if refused is not None:
         print(f"error: {refused}", file=sys.stderr)
         raise SystemExit(2)
+    from finetasks_afr.cli.offline import apply_at_start_up
+
+    apply_at_start_up(sys.argv[1:])  # once, before any child: they inherit the decision (make's offline variables)
     if limits and not supervised():
         raise SystemExit(_run_supervised(limits))
     if supervised():

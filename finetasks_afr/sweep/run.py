@@ -121,6 +121,24 @@ def write_summary(store: SweepStore, result: SweepResult) -> Path:
         return store.write_file("summary.json", json.dumps(payload, indent=2) + "\n")  # under the directory's lock
 
 
+def failed_details(outcomes: list[Outcome], shown: int = 10) -> str:
+    """One line per distinct reason, naming its checkpoints: a task whose data cannot be read fails every
+    checkpoint with the same reason, which was printed once per checkpoint (42 times in the quick demo)."""
+    by_reason: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        by_reason.setdefault(outcome.reason, []).append(outcome.checkpoint.label)
+    lines = []
+    for reason, labels in list(by_reason.items())[:shown]:
+        if len(labels) == 1:
+            lines.append(f"{labels[0]}: {reason}")
+        else:
+            named = ", ".join(labels[:3]) + (", ..." if len(labels) > 3 else "")
+            lines.append(f"{len(labels)} checkpoints ({named}): {reason}")
+    if len(by_reason) > shown:
+        lines.append(f"... and {len(by_reason) - shown} other reason(s): see each checkpoint's log")
+    return "\n".join(lines)
+
+
 def summary_table(result: SweepResult) -> Table:
     counts = result.counts
     table = Table(title="sweep summary", show_lines=False)
@@ -132,7 +150,7 @@ def summary_table(result: SweepResult) -> Table:
             continue
         outcomes = [o for o in result.outcomes if o.status == status]
         if status == "failed":
-            details = "\n".join(f"{o.checkpoint.label}: {o.reason}" for o in outcomes[:10])
+            details = failed_details(outcomes)
         elif status == "evaluated":
             seconds = sum(o.timing.total for o in outcomes if o.timing)
             details = f"{seconds:.1f} s in evaluation"
