@@ -169,6 +169,15 @@ def test_the_cli_reference_is_generated_from_the_app_and_names_every_command() -
     assert "--custom-tasks" in reference and "--tokens-per-step" in reference
 
 
+def test_the_committed_cli_reference_equals_the_app() -> None:
+    """The pages link to cli.md; on GitHub that link needs the page committed (issue 54: it existed only in the
+    built site). The committed copy is the hook's text for the app as it is now."""
+    committed = (PROJECT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert committed == _hook_module().cli_reference(), (  # type: ignore[attr-defined]
+        "docs/cli.md differs from the app: regenerate it with `.venv/bin/python docs/hooks/cli_reference.py`"
+    )
+
+
 def _build(config_dir: Path, site: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(MKDOCS), "build", "--strict", "--site-dir", str(site)],

@@ -1,8 +1,10 @@
 """The CLI reference page of the docs site, generated from the typer app at every build, never copied by hand.
 
-mkdocs calls `on_files` before it renders anything; the page is added as a generated file (`cli.md`, in the nav), so
-a renamed option or a new command reaches the site with the code that made it, and `mkdocs build --strict` fails on
-a link to a command that no longer exists.
+mkdocs calls `on_files` before it renders anything; the page is (re)generated as `cli.md` (in the nav), so a renamed
+option or a new command reaches the site with the code that made it, and `mkdocs build --strict` fails on a link to
+a command that no longer exists. The same text is committed as docs/cli.md, so that the pages' links to it work on
+GitHub too (the README's promise); tests/test_docs.py keeps that copy equal to the app. Regenerate it with
+`.venv/bin/python docs/hooks/cli_reference.py`.
 """
 
 from __future__ import annotations
@@ -32,5 +34,14 @@ def cli_reference() -> str:
 
 
 def on_files(files: Files, config: Any) -> Files:
+    committed = files.get_file_from_path(CLI_PAGE)
+    if committed is not None:  # the committed copy (for GitHub) is replaced by the text of the app being built
+        files.remove(committed)
     files.append(File.generated(config, CLI_PAGE, content=cli_reference()))
     return files
+
+
+if __name__ == "__main__":
+    from pathlib import Path
+
+    (Path(__file__).resolve().parent.parent / CLI_PAGE).write_text(cli_reference(), encoding="utf-8")
