@@ -13,9 +13,30 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+import typer.rich_utils
+from rich.table import Table
 
 from analysis.base.processes import run_interruptible
 from finetasks_afr.cli import analysis, data, export, longppl, recommend, report, sweep, tasks
+
+
+class _HelpTable(Table):
+    """typer's options table, with the help column (the last) flexible so that option names stay whole.
+
+    typer fills its options table with `add_row` only, so every column is fixed-width; in 80 columns the
+    widest help word (`num_input_tokens_seen`, a path) makes rich shrink all columns evenly and cut the
+    names (`--tokens-per-st…`), the part a reader copies. A flexible last column takes what the name,
+    negative-flag and metavar columns leave, and its help text wraps there instead. Tables that name their
+    own ratios (typer's commands table) are left as they are.
+    """
+
+    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        super().add_row(*renderables, **kwargs)
+        if self.columns and not any(column.ratio for column in self.columns):
+            self.columns[-1].ratio = 1
+
+
+typer.rich_utils.Table = _HelpTable  # type: ignore[misc]
 
 
 class InterruptibleTyper(typer.Typer):
