@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +15,36 @@ from analysis.base.io import OutputDirectoryError
 from finetasks_afr.cli.common import console, fail, named_write_errors, output_failure, require_output_dir
 
 export_app = typer.Typer(no_args_is_help=True)
+
+# lighteval warns so for every task whose few-shot split is its evaluation split, 0-shot tasks included.
+_FEWSHOT_NOTE = "to build the few shot examples"
+
+
+def _not_the_fewshot_note(record: logging.LogRecord) -> bool:
+    return _FEWSHOT_NOTE not in record.getMessage()
+
+
+@contextmanager
+def quiet_rendering() -> Iterator[None]:
+    """No datasets progress bars and no lighteval few-shot note while the documents are rendered.
+
+    Rendering loads every kept task's dataset, and datasets draws a "Generating ... split" bar for each
+    split, hundreds of lines that bury the one summary line; the exported tasks are 0-shot where the note
+    is about few-shot examples, so it says nothing about them. Other warnings still show, and the
+    libraries' settings are restored afterwards (the command may run inside a longer process or a test).
+    """
+    import datasets
+
+    bars = datasets.is_progress_bar_enabled()
+    datasets.disable_progress_bars()
+    lighteval_task = logging.getLogger("lighteval.tasks.lighteval_task")
+    lighteval_task.addFilter(_not_the_fewshot_note)
+    try:
+        yield
+    finally:
+        lighteval_task.removeFilter(_not_the_fewshot_note)
+        if bars:
+            datasets.enable_progress_bars()
 
 
 @export_app.command("lm-eval")
@@ -25,7 +58,7 @@ def lm_eval_command(
 
     require_output_dir(out)
     try:  # the decisions and --out (a user's folder, another command's output, the selection) are checked first
-        with named_write_errors(out, kept="the previous folder"):
+        with named_write_errors(out, kept="the previous folder"), quiet_rendering():
             result = export_lm_eval(selection, out)
     except (DecisionsError, ExportError) as error:
         raise fail(str(error)) from error

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +27,25 @@ from finetasks_afr.perplexity.longppl import (
     LongPPLInputError,
     load_longppl_file,
 )
+
+
+@contextmanager
+def quiet_model_loading() -> Iterator[None]:
+    """transformers at error level while the teacher and the embedder load and run.
+
+    transformers 5 logs a load report as a warning (an encoder loaded with AutoModel leaves a pooler or
+    head unused), with raw ANSI escape codes that break the command's progress bar; the weights a LongPPL
+    run needs are checked by its own results. Errors still show, and the verbosity is restored after.
+    """
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
 
 longppl_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -68,7 +89,11 @@ def prepare_command(
         "the previous longppl.json and dataset of that language were kept, and no partial file or empty folder is left"
     )
     try:
-        with named_write_errors(out, kept=kept), Progress(*columns, console=console, transient=True) as bar:
+        with (
+            named_write_errors(out, kept=kept),
+            Progress(*columns, console=console, transient=True) as bar,
+            quiet_model_loading(),
+        ):
             task = bar.add_task("loading models", total=None)
 
             def progress(done: int, total: int, label: str) -> None:
