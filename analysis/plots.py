@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -95,6 +96,17 @@ def figure_png(fig: Figure) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=DPI, metadata=_PNG_METADATA, facecolor="white")
     return buffer.getvalue()
+
+
+def _wrapped(title: str, width_in: float, fontsize: float) -> str:
+    """`title` broken into lines that fit a figure `width_in` inches wide at `fontsize` points.
+
+    A centred suptitle wider than its figure is cut at both edges (constrained layout does not shrink
+    it); the notebook's titles name a task, a metric and a window, often longer than one line. The
+    width of a character is taken as 0.6 of the font size, wide for DejaVu Sans, so a line fits.
+    """
+    chars = max(20, int(width_in * 72.0 / (0.6 * fontsize)))
+    return "\n".join(textwrap.fill(line, chars) for line in title.splitlines() or [""])
 
 
 def _save(fig: Figure, out_path: Path) -> Path:
@@ -441,16 +453,30 @@ def _pick_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _place_labels(ax: Axes, labels: list[tuple[float, float, str]], x_mid: float) -> None:
     """Annotate points without overlapping labels: greedy, top to bottom, nudging a label up or down.
 
-    Works in points from the axes' current size (the layout changes it a little at draw time). Labels of
-    points right of `x_mid` extend to the left so they stay inside the axes. A nudged label gets a leader.
+    The figure's layout is run first and the labels are kept out of it, so the positions measured here
+    are the drawn ones (measured before the layout, the axes shrank afterwards and 40 labels overlapped),
+    and the widths are the renderer's, not an estimate. Labels of points right of `x_mid` extend to the
+    left so they stay inside the axes. A nudged label gets a leader; a label with no free place within
+    twelve lines of its point is left out (crowded points: the consistency panel names every task).
     """
     fig = ax.get_figure()
     pixels_per_point = (fig.dpi if fig is not None else DPI) / 72.0
-    char_w, line_h = 4.1, 8.5  # points, for 7-pt DejaVu Sans
+    renderer = None
+    if isinstance(fig, Figure):
+        fig.draw_without_rendering()
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    font = matplotlib.font_manager.FontProperties(size=7)
+    char_w, line_h = 4.1, 8.5  # points, for 7-pt DejaVu Sans (the estimate without a renderer)
     placed: list[tuple[float, float, float, float]] = []  # boxes in points: x0, y0, x1, y1
 
     def free(box: tuple[float, float, float, float]) -> bool:
         return all(box[2] <= b[0] or box[0] >= b[2] or box[3] <= b[1] or box[1] >= b[3] for b in placed)
+
+    def text_width(text: str) -> float:
+        if renderer is None:
+            return char_w * len(text)
+        width, _, _ = renderer.get_text_width_height_descent(text, font, ismath=False)
+        return float(width) / pixels_per_point + 1.0
 
     anchors = []
     for x, y, text in labels:
@@ -458,17 +484,17 @@ def _place_labels(ax: Axes, labels: list[tuple[float, float, str]], x_mid: float
         anchors.append((float(dx), float(dy), x, y, text))
         placed.append((float(dx) - 3.5, float(dy) - 3.5, float(dx) + 3.5, float(dy) + 3.5))  # the marker
     for px, py, x, y, text in sorted(anchors, key=lambda a: (-a[1], a[0], a[4])):
-        width = char_w * len(text)
+        width = text_width(text)
         left = x > x_mid
         offset_x = -4.0 if left else 4.0
         x0 = px + offset_x - width if left else px + offset_x
         candidates = [2.0 + sign * line_h * k for k in range(12) for sign in ((1, -1) if k else (1,))]
-        offset_y = candidates[0]
-        for candidate in candidates:
-            box = (x0, py + candidate, x0 + width, py + candidate + line_h)
-            if free(box):
-                offset_y = candidate
-                break
+        offset_y = next(
+            (c for c in candidates if free((x0, py + c, x0 + width, py + c + line_h))),
+            None,
+        )
+        if offset_y is None:
+            continue
         placed.append((x0, py + offset_y, x0 + width, py + offset_y + line_h))
         ax.annotate(
             text,
@@ -483,7 +509,7 @@ def _place_labels(ax: Axes, labels: list[tuple[float, float, str]], x_mid: float
                 if abs(offset_y) > line_h
                 else None
             ),
-        )
+        ).set_in_layout(False)
 
 
 class _PlainLogFormatter(LogFormatter):
@@ -494,7 +520,9 @@ class _PlainLogFormatter(LogFormatter):
         return f"{x:g}"
 
 
-def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: float, snr_min: float) -> None:
+def _draw_scatter(
+    ax: Axes, picked: list[dict[str, Any]], monotonicity_min: float, snr_min: float
+) -> tuple[list[tuple[float, float, str]], float]:
     monos = [_finite(r.get("monotonicity")) for r in picked]
     snrs = [_finite(r.get("snr")) for r in picked]
     lows = [_finite(r.get("monotonicity_ci_low")) for r in picked]
@@ -556,8 +584,6 @@ def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: floa
         else:
             ax.scatter([px], [py], s=46, marker="x", color=color, linewidths=1.6, zorder=3)
         labels.append((px, py, r["_label"]))
-    _place_labels(ax, labels, x_mid=(x_lo + 1.06) / 2)
-
     ax.axvline(monotonicity_min, color=_GREY, ls="--", lw=1)
     if snr_min > 0:
         ax.axhline(snr_min, color=_GREY, ls="--", lw=1)
@@ -583,6 +609,8 @@ def _draw_scatter(ax: Axes, picked: list[dict[str, Any]], monotonicity_min: floa
     if any_clipped:
         handles.append(Line2D([], [], ls="", marker="v", mfc="none", mec=_GREY, label="SNR ≤ 0 (clipped)"))
     ax.legend(handles=handles, fontsize=7, loc="best")
+    # the labels are placed once the whole figure is drawn (`_place_labels` measures the final layout)
+    return labels, (x_lo + 1.06) / 2
 
 
 def _draw_consistency(ax: Axes, picked: list[dict[str, Any]]) -> None:
@@ -680,12 +708,13 @@ def plot_criteria_overview(
     with_separation = "separation_p" in decisions.columns
     fig = _new_figure(17.0 if with_separation else 12.0, max(4.8, 0.28 * len(picked) + 2.0))
     axes = fig.subplots(1, 3 if with_separation else 2, width_ratios=[1.6, 1.0, 1.0][: 3 if with_separation else 2])
-    _draw_scatter(axes[0], picked, monotonicity_min, snr_min)
+    labels, x_mid = _draw_scatter(axes[0], picked, monotonicity_min, snr_min)
     _draw_consistency(axes[1], picked)
     if with_separation:
         _draw_separation(axes[2], picked, separation_alpha)
     n_kept = sum(bool(r.get("kept")) for r in picked)
     fig.suptitle(f"{language}: FineTasks criteria ({n_kept} of {len(picked)} tasks kept)", fontsize=12)
+    _place_labels(axes[0], labels, x_mid=x_mid)
     return _save(fig, out_path)
 
 
@@ -1068,7 +1097,7 @@ def run_order_figure(
     for ax in (left, right):
         ax.set_xlabel(xlabel)
         ax.grid(True, alpha=0.3)
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(_wrapped(title, 11.0, 11), fontsize=11)
     return fig
 
 
