@@ -124,3 +124,27 @@ def test_a_hub_only_task_is_named_once_in_one_line_without_the_variables_preset(
     line = "afrixnli_hau_mcf|5: hub-only (masakhane/afrixnli), no mirror configured"
     assert said.count(line) == 1 and "3 checkpoints" in said, said
     assert "Traceback" not in result.output and "LocalEntryNotFoundError" not in result.output
+
+
+@pytest.mark.slow
+def test_recommend_names_a_dataset_it_cannot_reach_without_waiting_for_retries(tmp_path: Path) -> None:
+    """The console script with no offline variable set: `recommend --texts` of a dataset in no mirror waited
+    through 5 DNS retries (37 s) before its error; decided offline at start-up, the error comes at once."""
+    import os
+    import subprocess
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{}", encoding="utf-8")
+    env = {
+        name: value for name, value in os.environ.items() if name not in (*OFFLINE_VARIABLES, "FINETASKS_AFR_DATA_DIR")
+    }
+    env["HF_HUB_CACHE"] = str(tmp_path / "empty-cache")
+    command = [sys.executable, "-m", "finetasks_afr.cli", "recommend", "-m", str(model), "--texts", "sib200:hau_Latn"]
+    started = time.perf_counter()
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, check=False)
+    elapsed = time.perf_counter() - started
+    said = " ".join(result.stderr.split()) + " ".join(result.stdout.split())
+    assert result.returncode == 2 and "cannot load sib200 config 'hau_Latn'" in said, said
+    assert said.count("offline: huggingface.co:443 not reachable") == 1 and "Retrying" not in said, said
+    assert elapsed < 30, f"{elapsed:.1f} s"
