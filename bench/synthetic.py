@@ -225,8 +225,8 @@ def make_small_random_table(
     Contains, depending on `rng_seed`: runs missing some steps, a single run, single-seed runs with a
     null seed (never a null seed among numbered ones: the loader refuses that mix), scores rounded to a coarse
     grid (ties), constant series and constant metrics, `bits_per_byte` (lower is better, baseline 8.0, unbounded,
-    null stderr), and tasks whose tokens are all null. Steps are multiples of 2000 (tokens = step * 1,048,576, so the 15B
-    token threshold falls in the middle of a 12-step grid).
+    null stderr), and tasks whose tokens are all null. Steps are multiples of 2000 (tokens = step * 1,048,576, so
+    the 15B token threshold falls in the middle of a 12-step grid).
     """
     rng = np.random.default_rng(rng_seed)
     grid = 2000 * np.arange(1, n_step_grid + 1)
