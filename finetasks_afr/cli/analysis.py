@@ -224,7 +224,14 @@ def aggregate_command(
 
 
 def simulate_command(
-    out: Annotated[Path, typer.Option("--out", help="Parquet file to write.")] = SIMULATED_SWEEP,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Parquet file to write.",
+            show_default="finetasks_afr/data/simulated_sweep.parquet in the installed package",
+        ),
+    ] = SIMULATED_SWEEP,
     seed: Annotated[int, typer.Option(help="Random seed of the simulation.")] = 0,
 ) -> None:
     """Regenerate the SIMULATED sweep (known-quality tasks; a fast fixture for the analysis, not model output)."""
